@@ -1,0 +1,44 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "ObjectStore",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ObjectModel", targets: ["ObjectModel"]),
+        .library(name: "ObjectStore", targets: ["ObjectStore"]),
+        .library(name: "ObjectMigration", targets: ["ObjectMigration"]),
+        .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
+        .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
+        .executable(name: "objectstore", targets: ["objectstore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        .target(
+            name: "ObjectModel",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(name: "ObjectStore", dependencies: ["ObjectModel"]),
+        .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore"]),
+        .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
+        .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore"], path: "Backends/InMemory"),
+        .executableTarget(
+            name: "objectstore",
+            dependencies: [
+                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "ObjectModelTests", dependencies: ["ObjectModel"]),
+        .testTarget(name: "ObjectStoreTests", dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore"]),
+        .testTarget(
+            name: "InMemoryStoreTests",
+            dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore", "ObjectStoreTesting"]
+        ),
+        .testTarget(name: "CLITests", dependencies: ["objectstore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,90 @@
+import Foundation
+
+/// Loads models from disk: Xcode `.xcdatamodeld` bundles, single `.xcdatamodel`
+/// folders (or their `contents` file), and ObjectStore's JSON model format.
+///
+/// ```swift
+/// let versions = try ModelLoader.load(at: URL(filePath: "App.xcdatamodeld"))
+/// let model = versions.current
+/// ```
+public enum ModelLoader {
+    /// Loads every model version at `url`.
+    ///
+    /// A bundle yields every version in Xcode's order, the current one named by
+    /// `.xccurrentversion`; a single model or JSON file yields one version named
+    /// after the file.
+    ///
+    /// - Throws: ``ModelError`` naming the file, with line and column for syntax errors.
+    public static func load(at url: URL) throws -> ModelVersions {
+        let path = url.path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ModelError(.unreadable, problems: ["no such file or directory"], file: path)
+        }
+        let name = url.deletingPathExtension().lastPathComponent
+        if !isDirectory.boolValue {
+            return try ModelVersions(versions: [.init(name: name, model: loadFile(url))])
+        }
+        if url.pathExtension == "xcdatamodeld" || !FileManager.default.fileExists(atPath: url.appending(path: "contents").path) {
+            return try loadBundle(url)
+        }
+        return try ModelVersions(versions: [.init(name: name, model: loadFile(url.appending(path: "contents")))])
+    }
+
+    /// Loads one model: the current version of a bundle, or `version` when given.
+    /// - Throws: ``ModelError``; ``ModelError/Code/unknownVersion`` for a version not in the bundle.
+    public static func loadModel(at url: URL, version: String? = nil) throws -> ManagedObjectModel {
+        let versions = try load(at: url)
+        guard let version else { return versions.current }
+        do { return try versions.model(named: version) } catch let error as ModelError { throw error.located(in: url.path) }
+    }
+
+    /// Reads one model file, XML (`contents`) or JSON, by its first character.
+    public static func loadFile(_ url: URL) throws -> ManagedObjectModel {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw ModelError(.unreadable, problems: ["cannot be read"], file: url.path)
+        }
+        let first = data.first { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d) }
+        switch first {
+        case UInt8(ascii: "{"): return try JSONModelFormat.decode(data, file: url.path)
+        case UInt8(ascii: "<"): return try XcodeModelReader.read(data, file: url.path)
+        case nil: throw ModelError(.unreadable, problems: ["the model file is empty"], file: url.path)
+        default:
+            throw ModelError(.unsupported, problems: ["neither a Core Data model (XML) nor a JSON model"], file: url.path, line: 1, column: 1)
+        }
+    }
+
+    private static func loadBundle(_ url: URL) throws -> ModelVersions {
+        let entries: [String]
+        do {
+            entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
+        } catch {
+            throw ModelError(.unreadable, problems: ["the folder cannot be read"], file: url.path)
+        }
+        let names = ModelVersions.xcodeOrder(
+            entries.filter { $0.hasSuffix(".xcdatamodel") }.map { String($0.dropLast(".xcdatamodel".count)) })
+        guard !names.isEmpty else {
+            throw ModelError(.unreadable, problems: ["no .xcdatamodel versions in the bundle"], file: url.path)
+        }
+        let versions = try names.map { name in
+            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name).xcdatamodel/contents")))
+        }
+        var current: String?
+        let marker = url.appending(path: ".xccurrentversion")
+        if let data = try? Data(contentsOf: marker) {
+            let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+            guard let value = plist?["_XCCurrentVersionName"] as? String else {
+                throw ModelError(.unsupported, problems: ["no _XCCurrentVersionName in .xccurrentversion"], file: marker.path)
+            }
+            current = value.hasSuffix(".xcdatamodel") ? String(value.dropLast(".xcdatamodel".count)) : value
+        }
+        do {
+            return try ModelVersions(versions: versions, current: current)
+        } catch let error as ModelError {
+            throw error.located(in: url.path)
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Reads the `contents` XML of an Xcode `.xcdatamodel` into a model.
+///
+/// Layout-only elements (`elements`, `element`) and fetch requests are skipped.
+enum XcodeModelReader {
+    static func read(_ data: Data, file: String) throws -> ManagedObjectModel {
+        guard !data.isEmpty else { throw ModelError(.unreadable, problems: ["the model file is empty"], file: file) }
+        let parser = XMLParser(data: data)
+        let delegate = Delegate()
+        parser.delegate = delegate
+        parser.shouldProcessNamespaces = false
+        if !parser.parse() {
+            let message = delegate.failure ?? parser.parserError.map(describe) ?? "the XML does not parse"
+            throw ModelError(.syntax, problems: [message], file: file, line: delegate.failureLine ?? parser.lineNumber,
+                             column: delegate.failureLine == nil ? parser.columnNumber : delegate.failureColumn)
+        }
+        if let failure = delegate.failure {
+            throw ModelError(.unsupported, problems: [failure], file: file, line: delegate.failureLine, column: delegate.failureColumn)
+        }
+        guard delegate.sawModel else {
+            throw ModelError(.unsupported, problems: ["no <model> element: not a Core Data model"], file: file)
+        }
+        do {
+            return try ManagedObjectModel(
+                entities: delegate.entities, configurations: delegate.configurations,
+                versionIdentifiers: delegate.versionIdentifier.map { [$0] } ?? [])
+        } catch let error as ModelError {
+            throw error.located(in: file)
+        }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        let text = (error as NSError).localizedDescription
+        return "the XML does not parse (\(text))"
+    }
+
+    private final class Delegate: NSObject, XMLParserDelegate {
+        var entities: [Entity] = []
+        var configurations: [String: [String]] = [:]
+        var versionIdentifier: String?
+        var sawModel = false
+        var failure: String?
+        var failureLine: Int?
+        var failureColumn: Int?
+
+        private var entity: Entity?
+        private var attribute: Attribute?
+        private var relationship: Relationship?
+        private var constraint: [String]?
+        private var index: FetchIndex?
+        private var compoundIndex: [String]?
+        private var configuration: String?
+        private var skipDepth = 0
+
+        private func fail(_ parser: XMLParser, _ message: String) {
+            guard failure == nil else { return }
+            failure = message
+            failureLine = parser.lineNumber
+            failureColumn = parser.columnNumber
+            parser.abortParsing()
+        }
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes a: [String: String] = [:]) {
+            if skipDepth > 0 { skipDepth += 1; return }
+            switch name {
+            case "model":
+                sawModel = true
+                if let id = a["userDefinedModelVersionIdentifier"], !id.isEmpty { versionIdentifier = id }
+            case "entity":
+                guard let entityName = a["name"] else { return fail(parser, "an <entity> has no name") }
+                entity = Entity(
+                    entityName, parent: a["parentEntity"], abstract: flag(a["isAbstract"]),
+                    renamingIdentifier: a["elementID"], versionHashModifier: a["versionHashModifier"],
+                    representedClassName: a["representedClassName"])
+            case "attribute":
+                guard entity != nil else { return fail(parser, "an <attribute> outside an <entity>") }
+                guard let attributeName = a["name"] else { return fail(parser, "an <attribute> has no name") }
+                let typeName = a["attributeType"] ?? "Undefined"
+                guard let type = AttributeType(modelName: typeName) else {
+                    return fail(parser, "\(entity!.name).\(attributeName): unknown attribute type \(typeName)")
+                }
+                var rules = ValidationRules()
+                if type == .string || type == .binaryData {
+                    rules.minLength = a["minValueString"].flatMap { Int($0) }
+                    rules.maxLength = a["maxValueString"].flatMap { Int($0) }
+                } else {
+                    rules.minValue = a["minValueString"].flatMap(type.parseValue)
+                    rules.maxValue = a["maxValueString"].flatMap(type.parseValue)
+                }
+                rules.pattern = a["regularExpressionString"]
+                var defaultValue: Value?
+                if let text = a["defaultValueString"] {
+                    defaultValue = type.parseValue(text)
+                    if defaultValue == nil && type != .undefined && type != .transformable {
+                        return fail(parser, "\(entity!.name).\(attributeName): default value \(String(reflecting: text)) is not a valid \(type.modelName)")
+                    }
+                }
+                attribute = Attribute(
+                    attributeName, type, optional: flag(a["optional"]), transient: flag(a["transient"]),
+                    default: defaultValue, validation: rules, renamingIdentifier: a["elementID"],
+                    versionHashModifier: a["versionHashModifier"],
+                    allowsExternalBinaryDataStorage: flag(a["allowsExternalBinaryDataStorage"]),
+                    preservesValueInHistoryOnDeletion: flag(a["preserveAfterDeletion"]),
+                    valueTransformerName: a["valueTransformerName"])
+            case "relationship":
+                guard entity != nil else { return fail(parser, "a <relationship> outside an <entity>") }
+                guard let relationshipName = a["name"] else { return fail(parser, "a <relationship> has no name") }
+                guard let destination = a["destinationEntity"] else {
+                    return fail(parser, "\(entity!.name).\(relationshipName): no destinationEntity")
+                }
+                let toMany = flag(a["toMany"])
+                relationship = Relationship(
+                    relationshipName, to: destination, inverse: a["inverseName"], toMany: toMany,
+                    ordered: flag(a["ordered"]), minCount: a["minCount"].flatMap { Int($0) } ?? 0,
+                    maxCount: toMany ? (a["maxCount"].flatMap { Int($0) } ?? 0) : 1,
+                    deleteRule: deleteRule(a["deletionRule"]), optional: flag(a["optional"]),
+                    transient: flag(a["transient"]), renamingIdentifier: a["elementID"],
+                    versionHashModifier: a["versionHashModifier"])
+            case "uniquenessConstraint": constraint = []
+            case "constraint": if let v = a["value"] { constraint?.append(v) }
+            case "fetchIndex": index = FetchIndex(name: a["name"] ?? "index", elements: [])
+            case "fetchIndexElement":
+                if let property = a["property"] {
+                    index?.elements.append(.init(property, ascending: a["order"] != "descending"))
+                }
+            case "compoundIndex": compoundIndex = []
+            case "index": if let v = a["value"] { compoundIndex?.append(v) }
+            case "configuration": configuration = a["name"]
+            case "memberEntity":
+                if let configuration, let member = a["name"] { configurations[configuration, default: []].append(member) }
+            case "entry":
+                guard let key = a["key"] else { return }
+                let value = a["value"] ?? ""
+                if attribute != nil { attribute!.userInfo[key] = value }
+                else if relationship != nil { relationship!.userInfo[key] = value }
+                else if entity != nil { entity!.userInfo[key] = value }
+            case "elements", "fetchRequest", "fetchedProperty":
+                skipDepth = 1
+            default:
+                break
+            }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            if skipDepth > 0 { skipDepth -= 1; return }
+            switch name {
+            case "entity":
+                if let entity { entities.append(entity) }
+                entity = nil
+            case "attribute":
+                if let attribute { entity?.attributes.append(attribute) }
+                attribute = nil
+            case "relationship":
+                if let relationship { entity?.relationships.append(relationship) }
+                relationship = nil
+            case "uniquenessConstraint":
+                if let constraint, !constraint.isEmpty { entity?.uniquenessConstraints.append(constraint) }
+                constraint = nil
+            case "fetchIndex":
+                if let index { entity?.indexes.append(index) }
+                index = nil
+            case "compoundIndex":
+                if let compoundIndex, !compoundIndex.isEmpty, entity != nil {
+                    let name = "compound_" + compoundIndex.joined(separator: "_")
+                    entity!.indexes.append(FetchIndex(name: name, elements: compoundIndex.map { .init($0) }))
+                }
+                compoundIndex = nil
+            case "configuration": configuration = nil
+            default: break
+            }
+        }
+
+        private func flag(_ text: String?) -> Bool { text == "YES" || text == "true" || text == "1" }
+
+        private func deleteRule(_ text: String?) -> DeleteRule {
+            switch text {
+            case "Cascade": .cascade
+            case "Deny": .deny
+            case "No Action": .noAction
+            default: .nullify
+            }
+        }
+    }
+}

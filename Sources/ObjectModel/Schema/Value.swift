@@ -1,0 +1,194 @@
+import Foundation
+
+/// One attribute value, as the model, stores, predicates and contexts see it.
+///
+/// A missing value is `nil` of `Value?`; there is no null case. The three
+/// integer types share ``integer(_:)``, `Float` and `Double` share
+/// ``double(_:)``, and a transformable attribute holds its Codable payload as
+/// ``data(_:)``.
+public enum Value: Sendable, Hashable {
+    case integer(Int64)
+    case double(Double)
+    case decimal(Decimal)
+    case string(String)
+    case boolean(Bool)
+    case date(Date)
+    case data(Data)
+    case uuid(UUID)
+    case uri(URL)
+
+    /// A short name of the value's kind, for error messages.
+    public var kindName: String {
+        switch self {
+        case .integer: "integer"
+        case .double: "double"
+        case .decimal: "decimal"
+        case .string: "string"
+        case .boolean: "boolean"
+        case .date: "date"
+        case .data: "data"
+        case .uuid: "UUID"
+        case .uri: "URI"
+        }
+    }
+
+    /// The value as a `Double` when it is a number or a Boolean.
+    public var numericValue: Double? {
+        switch self {
+        case .integer(let v): Double(v)
+        case .double(let v): v
+        case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+        case .boolean(let v): v ? 1 : 0
+        default: nil
+        }
+    }
+
+    /// Encodes a Codable payload for a transformable attribute (JSON, sorted keys).
+    public static func transformable<T: Encodable>(_ payload: T) throws -> Value {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return .data(try encoder.encode(payload))
+    }
+
+    /// Decodes the Codable payload of a transformable attribute.
+    public func decodeTransformable<T: Decodable>(_ type: T.Type) throws -> T? {
+        guard case .data(let bytes) = self else { return nil }
+        return try JSONDecoder().decode(T.self, from: bytes)
+    }
+}
+
+extension Value: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .integer(let v): String(v)
+        case .double(let v): String(v)
+        case .decimal(let v): v.description
+        case .string(let v): String(reflecting: v)
+        case .boolean(let v): v ? "true" : "false"
+        case .date(let v): ValueText.iso8601(v)
+        case .data(let v): "<\(v.count) bytes>"
+        case .uuid(let v): v.uuidString
+        case .uri(let v): v.absoluteString
+        }
+    }
+}
+
+extension AttributeType {
+    /// Whether `value` is of the kind this type stores (and, for integers, in range).
+    public func accepts(_ value: Value) -> Bool {
+        switch (self, value) {
+        case (.integer16, .integer(let v)), (.integer32, .integer(let v)), (.integer64, .integer(let v)):
+            return integerRange!.contains(v)
+        case (.double, .double), (.float, .double), (.decimal, .decimal), (.string, .string),
+            (.boolean, .boolean), (.date, .date), (.binaryData, .data), (.transformable, .data),
+            (.uuid, .uuid), (.uri, .uri), (.undefined, _):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Converts `value` to this type where the conversion loses nothing
+    /// (an integer to a double, a float-rounded double for `Float`), or returns nil.
+    public func coerce(_ value: Value) -> Value? {
+        switch (self, value) {
+        case (.float, .double(let v)): return .double(Double(Float(v)))
+        case (.float, .integer(let v)): return .double(Double(Float(v)))
+        case (.double, .integer(let v)): return .double(Double(v))
+        case (.decimal, .integer(let v)): return .decimal(Decimal(v))
+        case (.decimal, .double(let v)) where v.isFinite: return .decimal(Decimal(v))
+        case (.boolean, .integer(let v)) where v == 0 || v == 1: return .boolean(v == 1)
+        default: return accepts(value) ? value : nil
+        }
+    }
+
+    /// Parses the text form of a value of this type: the form Xcode writes for
+    /// default and limit values (`defaultValueString`) and the JSON formats use.
+    ///
+    /// Integers and numbers in decimal notation; Booleans as `YES`/`NO`/`true`/
+    /// `false`/`1`/`0`; dates as ISO 8601 or as seconds since 2001-01-01 (what
+    /// Xcode writes); binary and transformable as base64; UUIDs and URIs as text.
+    public func parseValue(_ text: String) -> Value? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        switch self {
+        case .integer16, .integer32, .integer64:
+            if let v = Int64(trimmed), integerRange!.contains(v) { return .integer(v) }
+            if let d = Double(trimmed), d.rounded() == d, let v = Int64(exactly: d), integerRange!.contains(v) {
+                return .integer(v)
+            }
+            return nil
+        case .double, .float:
+            guard let v = ValueText.double(trimmed) else { return nil }
+            return self == .float ? .double(Double(Float(v))) : .double(v)
+        case .decimal:
+            return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal)
+        case .string:
+            return .string(text)
+        case .boolean:
+            switch trimmed.lowercased() {
+            case "yes", "true", "1": return .boolean(true)
+            case "no", "false", "0": return .boolean(false)
+            default: return nil
+            }
+        case .date:
+            if let date = ValueText.parseISO8601(trimmed) { return .date(date) }
+            return Double(trimmed).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+        case .binaryData, .transformable:
+            return Data(base64Encoded: trimmed).map(Value.data)
+        case .uuid:
+            return UUID(uuidString: trimmed).map(Value.uuid)
+        case .uri:
+            return URL(string: trimmed).map(Value.uri)
+        case .undefined, .objectID:
+            return nil
+        }
+    }
+}
+
+extension Value {
+    /// The text form ``AttributeType/parseValue(_:)`` reads back to an equal value.
+    public var textForm: String {
+        switch self {
+        case .integer(let v): String(v)
+        case .double(let v): ValueText.double(v)
+        case .decimal(let v): v.description
+        case .string(let v): v
+        case .boolean(let v): v ? "true" : "false"
+        case .date(let v): ValueText.iso8601(v)
+        case .data(let v): v.base64EncodedString()
+        case .uuid(let v): v.uuidString
+        case .uri(let v): v.absoluteString
+        }
+    }
+}
+
+/// Text conversions shared by the model formats and the interchange formats.
+public enum ValueText {
+    /// ISO 8601 with fractional seconds, UTC: `2024-05-01T12:00:00.000Z`.
+    public static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// Parses ISO 8601 with or without fractional seconds.
+    public static func parseISO8601(_ text: String) -> Date? {
+        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+
+    /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.
+    public static func double(_ v: Double) -> String {
+        if v.isNaN { return "nan" }
+        if v.isInfinite { return v < 0 ? "-inf" : "inf" }
+        return String(v)
+    }
+
+    /// Parses what ``double(_:)-swift.type.method`` writes, and plain decimal notation.
+    public static func double(_ text: String) -> Double? {
+        switch text.lowercased() {
+        case "nan": return .nan
+        case "inf", "+inf", "infinity": return .infinity
+        case "-inf", "-infinity": return -.infinity
+        default: return Double(text)
+        }
+    }
+}
