@@ -1,0 +1,93 @@
+import Foundation
+
+/// A property-list value: what store metadata holds.
+///
+/// Stores keep metadata keys they do not know, so any property-list value can
+/// be stored and read back unchanged.
+public enum PropertyListValue: Sendable, Hashable {
+    case string(String)
+    case integer(Int64)
+    case real(Double)
+    case boolean(Bool)
+    case date(Date)
+    case data(Data)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+
+    /// The string, when this is one.
+    public var stringValue: String? { if case .string(let v) = self { v } else { nil } }
+    /// The integer, when this is one.
+    public var integerValue: Int64? { if case .integer(let v) = self { v } else { nil } }
+    /// The bytes, when this is data.
+    public var dataValue: Data? { if case .data(let v) = self { v } else { nil } }
+    /// The elements, when this is an array.
+    public var arrayValue: [PropertyListValue]? { if case .array(let v) = self { v } else { nil } }
+    /// The entries, when this is a dictionary.
+    public var dictionaryValue: [String: PropertyListValue]? { if case .dictionary(let v) = self { v } else { nil } }
+}
+
+extension PropertyListValue {
+    /// Encodes a dictionary as a binary property list (`bplist00`), the form Core Data uses.
+    public static func binaryPropertyList(_ dictionary: [String: PropertyListValue]) throws -> Data {
+        try PropertyListSerialization.data(
+            fromPropertyList: PropertyListValue.dictionary(dictionary).foundationObject, format: .binary, options: 0)
+    }
+
+    /// Decodes a property list (binary or XML) whose top level is a dictionary.
+    ///
+    /// - Returns: nil when `data` is not a property list or its top level is not a dictionary.
+    public static func decodeDictionary(_ data: Data) -> [String: PropertyListValue]? {
+        guard let object = try? PropertyListSerialization.propertyList(from: data, format: nil) else { return nil }
+        return PropertyListValue(foundationObject: object)?.dictionaryValue
+    }
+
+    /// The Foundation object graph (`String`, `NSNumber`, `Date`, `Data`, arrays, dictionaries).
+    var foundationObject: Any {
+        switch self {
+        case .string(let v): v
+        case .integer(let v): NSNumber(value: v)
+        case .real(let v): NSNumber(value: v)
+        case .boolean(let v): NSNumber(value: v)
+        case .date(let v): v
+        case .data(let v): v
+        case .array(let v): v.map(\.foundationObject)
+        case .dictionary(let v): v.mapValues(\.foundationObject)
+        }
+    }
+
+    init?(foundationObject object: Any) {
+        switch object {
+        case let v as String: self = .string(v)
+        case let v as Date: self = .date(v)
+        case let v as Data: self = .data(v)
+        case let v as NSNumber:
+            let type = String(cString: v.objCType)
+            if type == "c" || type == "B" {
+                self = .boolean(v.boolValue)
+            } else if type == "f" || type == "d" {
+                self = .real(v.doubleValue)
+            } else {
+                self = .integer(v.int64Value)
+            }
+        case let v as Bool: self = .boolean(v)
+        case let v as Int: self = .integer(Int64(v))
+        case let v as Double: self = .real(v)
+        case let v as [Any]:
+            var items: [PropertyListValue] = []
+            for item in v {
+                guard let converted = PropertyListValue(foundationObject: item) else { return nil }
+                items.append(converted)
+            }
+            self = .array(items)
+        case let v as [String: Any]:
+            var entries: [String: PropertyListValue] = [:]
+            for (key, item) in v {
+                guard let converted = PropertyListValue(foundationObject: item) else { return nil }
+                entries[key] = converted
+            }
+            self = .dictionary(entries)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import ObjectModel
+
+/// One stored object as a store reads and writes it.
+///
+/// Fetches and scans fill ``attributes`` and ``toOne``; to-many relationships
+/// are read with ``PersistentStore/relatedKeys(of:relationship:)``. In a change
+/// set, an inserted record also carries ``toMany``.
+public struct ObjectRecord: Sendable, Hashable {
+    /// The object's entity and primary key.
+    public var key: ObjectKey
+    /// The optimistic-locking version: 1 after insert, one more at each update (Core Data's `Z_OPT`).
+    public var version: Int64
+    /// Stored attribute values; a missing name is nil.
+    public var attributes: [String: Value]
+    /// To-one relationships; a missing name is nil.
+    public var toOne: [String: ObjectKey]
+    /// To-many relationships, in order for ordered ones (change sets and bulk inserts).
+    public var toMany: [String: [ObjectKey]]
+
+    /// Creates a record.
+    public init(key: ObjectKey, version: Int64 = 1, attributes: [String: Value] = [:],
+                toOne: [String: ObjectKey] = [:], toMany: [String: [ObjectKey]] = [:]) {
+        self.key = key
+        self.version = version
+        self.attributes = attributes
+        self.toOne = toOne
+        self.toMany = toMany
+    }
+}
+
+/// Changes to one existing object.
+public struct ObjectUpdate: Sendable, Hashable {
+    /// The object.
+    public var key: ObjectKey
+    /// The version the change was made against; a store refuses the save
+    /// with a conflict when its version differs. Nil skips the check.
+    public var expectedVersion: Int64?
+    /// Attributes to set; a nil value clears the attribute.
+    public var attributes: [String: Value?]
+    /// To-one relationships to set; a nil value clears the relationship.
+    public var toOne: [String: ObjectKey?]
+    /// To-many relationships to replace with these keys (in order for ordered ones).
+    public var toMany: [String: [ObjectKey]]
+
+    /// Creates an update.
+    public init(key: ObjectKey, expectedVersion: Int64? = nil, attributes: [String: Value?] = [:],
+                toOne: [String: ObjectKey?] = [:], toMany: [String: [ObjectKey]] = [:]) {
+        self.key = key
+        self.expectedVersion = expectedVersion
+        self.attributes = attributes
+        self.toOne = toOne
+        self.toMany = toMany
+    }
+}
+
+/// The deletion of one object.
+public struct ObjectDeletion: Sendable, Hashable {
+    /// The object.
+    public var key: ObjectKey
+    /// The version the delete was decided against; nil skips the check.
+    public var expectedVersion: Int64?
+
+    /// Creates a deletion.
+    public init(key: ObjectKey, expectedVersion: Int64? = nil) {
+        self.key = key
+        self.expectedVersion = expectedVersion
+    }
+}
+
+/// Everything one save writes: all of it lands or none of it does.
+///
+/// A change set is graph-consistent: when a relationship has an inverse, the
+/// changes of both sides are in the set (``ObjectContext`` guarantees this), so
+/// a backend may persist either side. Inserted records carry caller-chosen
+/// primary keys that are not in use.
+public struct ChangeSet: Sendable, Hashable {
+    /// New objects.
+    public var inserted: [ObjectRecord]
+    /// Changes to existing objects.
+    public var updated: [ObjectUpdate]
+    /// Objects to remove.
+    public var deleted: [ObjectDeletion]
+
+    /// Creates a change set.
+    public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    /// Whether it changes nothing.
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import ObjectModel
+
+/// An open store: the contract every backend implements.
+///
+/// Everything above it (``ObjectContext``, ``StoreCoordinator``, the migration
+/// engine) works with any backend through this protocol alone. Stores are
+/// `Sendable`; every method is synchronous and leaves no transaction open
+/// when it returns.
+///
+/// Backends prove themselves with `ObjectStoreTesting`'s conformance suite.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// The store type's registered name (`memory`, `sqlite`, `atomic`, `lmdb`).
+    var storeType: String { get }
+    /// Where the store lives, or nil for an anonymous in-memory store.
+    var url: URL? { get }
+    /// The store's UUID (metadata key `NSStoreUUID`); part of every ``ObjectID``.
+    var identifier: UUID { get }
+    /// The model the store was opened with.
+    var model: ManagedObjectModel { get }
+    /// Whether writes are refused.
+    var isReadOnly: Bool { get }
+
+    /// The store's metadata.
+    func metadata() throws -> StoreMetadata
+    /// Replaces the store's metadata (durably, for a durable store).
+    func setMetadata(_ metadata: StoreMetadata) throws
+
+    /// Objects matching a request: its entity (with sub-entities unless the
+    /// request excludes them), predicate, sort, offset and limit. Objects that
+    /// sort equal come in ascending primary-key order.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/invalidFetch`` for an unknown entity or key path.
+    func fetch(_ request: FetchRequest) throws -> [ObjectRecord]
+    /// How many objects ``fetch(_:)`` would return.
+    func count(_ request: FetchRequest) throws -> Int
+    /// One object by key, or nil when there is none.
+    func record(for key: ObjectKey) throws -> ObjectRecord?
+    /// The keys across a relationship of an object: 0 or 1 for a to-one, in
+    /// order for an ordered to-many, in ascending key order otherwise.
+    func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey]
+    /// The next batch of a streaming scan: up to `limit` objects of exactly
+    /// `entity` (no sub-entities) with primary keys above `primaryKey`, in
+    /// ascending primary-key order. Memory stays bounded by the batch.
+    func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]
+
+    /// Writes a change set atomically: all of it or nothing.
+    /// - Throws: ``StoreError``: ``StoreError/Code/conflict`` when an object's
+    ///   version differs from the expected one, ``StoreError/Code/invalidChange``
+    ///   for unknown objects, entities or properties, or a key in use.
+    func save(_ changes: ChangeSet) throws
+    /// Reserves `count` new primary keys for `entity`'s hierarchy; keys are never reused.
+    func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64>
+    /// Inserts many new objects with caller-chosen primary keys (for migration
+    /// and import), atomically; the key counter moves past the largest key.
+    func bulkInsert(_ records: [ObjectRecord]) throws
+    /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
+    func close() throws
+}
+
+extension PersistentStore {
+    /// The ``ObjectID`` of a key in this store.
+    public func objectID(for key: ObjectKey) -> ObjectID { ObjectID(store: identifier, key: key) }
+
+    /// Every object of exactly `entity`, in primary-key order, read `batchSize` at a time.
+    ///
+    /// ```swift
+    /// for batch in store.batches(of: "Person", size: 1_000) { for record in try batch.get() { … } }
+    /// ```
+    public func batches(of entity: String, size: Int = 1_000) -> StoreScan {
+        StoreScan(store: self, entity: entity, batchSize: size)
+    }
+}
+
+/// A streaming scan over one entity, a batch at a time (see ``PersistentStore/scan(entity:after:limit:)``).
+public struct StoreScan: Sequence, IteratorProtocol {
+    let store: any PersistentStore
+    let entity: String
+    let batchSize: Int
+    private var last: Int64?
+    private var finished = false
+
+    init(store: any PersistentStore, entity: String, batchSize: Int) {
+        self.store = store
+        self.entity = entity
+        self.batchSize = Swift.max(1, batchSize)
+    }
+
+    /// The next batch (never empty), a failure, or nil at the end.
+    public mutating func next() -> Result<[ObjectRecord], any Error>? {
+        guard !finished else { return nil }
+        do {
+            let batch = try store.scan(entity: entity, after: last, limit: batchSize)
+            if batch.count < batchSize { finished = true }
+            guard let tail = batch.last else { return nil }
+            last = tail.key.primaryKey
+            return .success(batch)
+        } catch {
+            finished = true
+            return .failure(error)
+        }
+    }
+}
+
+/// Options for opening a store.
+public struct StoreOptions: Sendable, Hashable {
+    /// Refuse writes, and never change the store's files.
+    public var readOnly: Bool
+    /// Create the store when none exists at the URL (the default).
+    public var createIfMissing: Bool
+    /// Backend-specific settings (for example `journal_mode` for SQLite).
+    public var settings: [String: String]
+
+    /// Creates options.
+    public init(readOnly: Bool = false, createIfMissing: Bool = true, settings: [String: String] = [:]) {
+        self.readOnly = readOnly
+        self.createIfMissing = createIfMissing
+        self.settings = settings
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import ObjectModel
+import Synchronization
+
+/// A kind of store, and the operations that work on stores that are not open.
+///
+/// Each backend provides one and registers it with ``StoreTypeRegistry``.
+public protocol StoreType: Sendable {
+    /// The registered name (`memory`, `sqlite`, `atomic`, `lmdb`).
+    var name: String { get }
+    /// Every file a store at `url` may occupy, the main file first
+    /// (SQLite: `-wal`, `-shm`, `-journal`; LMDB: `-lock`).
+    func fileURLs(for url: URL) -> [URL]
+    /// Whether a store of this type exists at `url`.
+    func storeExists(at url: URL) -> Bool
+    /// Whether the bytes at the start of a file are this type's (for type detection).
+    func recognizes(header: Data) -> Bool
+    /// Reads a store's metadata without a model.
+    /// - Throws: ``StoreError`` (``StoreError/Code/notFound``, ``StoreError/Code/corrupt``).
+    func readMetadata(at url: URL) throws -> StoreMetadata
+    /// Replaces a closed store's metadata.
+    func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws
+    /// Opens (or, unless `options` say otherwise, creates) the store at `url` with `model`.
+    ///
+    /// A nil `url` opens a fresh anonymous store where the type supports it.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/incompatibleModel`` naming the
+    ///   entities whose hashes differ when the store was made with another model.
+    func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore
+    /// Removes every file of the store at `url`. This destroys the store's data.
+    func destroy(at url: URL) throws
+    /// Moves the whole store at `source` over the store at `destination`,
+    /// leaving no stale sidecar file of the old destination behind.
+    func replace(at destination: URL, with source: URL) throws
+    /// Folds any write-ahead log into the main file (no-op where there is none).
+    func checkpoint(at url: URL) throws
+}
+
+extension StoreType {
+    public func storeExists(at url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+
+    public func recognizes(header: Data) -> Bool { false }
+
+    public func destroy(at url: URL) throws {
+        for file in fileURLs(for: url) where FileManager.default.fileExists(atPath: file.path) {
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                throw StoreError(.io, "cannot remove \(file.lastPathComponent)", url: url, cause: error)
+            }
+        }
+    }
+
+    public func replace(at destination: URL, with source: URL) throws {
+        guard storeExists(at: source) else { throw StoreError(.notFound, "no \(name) store to move", url: source) }
+        try checkpoint(at: source)
+        let sources = fileURLs(for: source)
+        let destinations = fileURLs(for: destination)
+        let fm = FileManager.default
+        // Move the sidecars first and the main file last, so a main file never
+        // sits beside a sidecar that belongs to another store.
+        for (from, to) in zip(sources, destinations).reversed() {
+            do {
+                if fm.fileExists(atPath: from.path) {
+                    if fm.fileExists(atPath: to.path) {
+                        _ = try fm.replaceItemAt(to, withItemAt: from)
+                    } else {
+                        try fm.moveItem(at: from, to: to)
+                    }
+                } else if fm.fileExists(atPath: to.path) {
+                    try fm.removeItem(at: to)
+                }
+            } catch {
+                throw StoreError(.io, "cannot move \(from.lastPathComponent) to \(to.path)", url: destination, cause: error)
+            }
+        }
+    }
+
+    public func checkpoint(at url: URL) throws {}
+}
+
+/// The store types this process knows, by name.
+///
+/// Backends register themselves with one call (`InMemoryStore.register()`).
+///
+/// ```swift
+/// let store = try StoreTypeRegistry.shared.type(named: "memory").open(at: nil, model: model, options: .init())
+/// ```
+public final class StoreTypeRegistry: Sendable {
+    /// The registry the coordinator and the CLI use by default.
+    public static let shared = StoreTypeRegistry()
+
+    private let types = Mutex<[String: any StoreType]>([:])
+
+    /// An empty registry.
+    public init() {}
+
+    /// Adds (or replaces) a store type under its name.
+    public func register(_ type: any StoreType) {
+        types.withLock { $0[type.name] = type }
+    }
+
+    /// The store type named `name`.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/unknownStoreType``.
+    public func type(named name: String) throws -> any StoreType {
+        guard let type = types.withLock({ $0[name] }) else {
+            throw StoreError(.unknownStoreType, "no store type named \(name) is registered (known: \(names.joined(separator: ", ")))")
+        }
+        return type
+    }
+
+    /// The registered names, in ascending order.
+    public var names: [String] { types.withLock { $0.keys.sorted() } }
+
+    /// The registered type whose file header `url` starts with, if any.
+    public func detectType(at url: URL) -> (any StoreType)? {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 4096), !header.isEmpty else { return nil }
+        return types.withLock { types in types.keys.sorted().compactMap { types[$0] }.first { $0.recognizes(header: header) } }
+    }
+}
