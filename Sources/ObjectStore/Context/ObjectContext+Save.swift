@@ -1,0 +1,186 @@
+import Foundation
+import ObjectModel
+
+extension ObjectContext {
+    /// Writes every change to the stores.
+    ///
+    /// In order: delete rules are applied to deleted objects (cascade deletes
+    /// the related objects, nullify removes the deleted object from their
+    /// inverse, deny refuses while a related object survives); every inserted
+    /// and changed object is validated and every failure reported at once; then
+    /// each store writes its change set atomically. An object changed in its
+    /// store since this context read it makes the save fail with a conflict.
+    ///
+    /// - Throws: ``StoreError``: ``StoreError/Code/deleteDenied`` naming the
+    ///   blocking object, ``StoreError/Code/validationFailed`` with every
+    ///   ``ValidationFailure``, ``StoreError/Code/conflict`` naming the changed
+    ///   object, or a store's failure. After a failure the context keeps its
+    ///   changes, so they can be corrected and saved again.
+    public func save() throws {
+        guard hasChanges else { return }
+        try processDeletes()
+        let failures = try validateChanges()
+        guard failures.isEmpty else {
+            throw StoreError(.validationFailed, "\(failures.count) validation failure\(failures.count == 1 ? "" : "s")",
+                             validationFailures: failures)
+        }
+        var changes: [UUID: ChangeSet] = [:]
+        for object in insertedOrder where !object.isDeletedFlag {
+            changes[object.objectID.storeIdentifier, default: ChangeSet()].inserted.append(try insertRecord(object))
+        }
+        for id in updatedSet.sorted() {
+            guard let object = registered[id], !object.isDeletedFlag, !object.isInsertedFlag else { continue }
+            changes[id.storeIdentifier, default: ChangeSet()].updated.append(try update(object))
+        }
+        for id in deletedSet.sorted() {
+            guard let object = registered[id], !object.isInsertedFlag else { continue }
+            changes[id.storeIdentifier, default: ChangeSet()].deleted.append(ObjectDeletion(key: id.key, expectedVersion: object.version))
+        }
+        for (storeID, changeSet) in changes.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+            guard let store = coordinator.store(withIdentifier: storeID) else {
+                throw StoreError(.noStore, "no attached store has UUID \(storeID.uuidString)")
+            }
+            try store.save(changeSet)
+        }
+        didSave()
+    }
+
+    private func storedAttributes(_ object: ManagedObject) -> [String: Value] {
+        object.state.attributes.filter { object.entity.attributesByName[$0.key]?.isTransient == false }
+    }
+
+    private func insertRecord(_ object: ManagedObject) throws -> ObjectRecord {
+        var record = ObjectRecord(key: object.objectID.key, attributes: storedAttributes(object))
+        for relationship in object.entity.storedRelationships {
+            if relationship.isToMany {
+                record.toMany[relationship.name] = try toManyIDs(object, relationship).map(\.key)
+            } else if let target = object.state.toOne[relationship.name] {
+                record.toOne[relationship.name] = target.key
+            }
+        }
+        return record
+    }
+
+    private func update(_ object: ManagedObject) throws -> ObjectUpdate {
+        var update = ObjectUpdate(key: object.objectID.key, expectedVersion: object.version)
+        for key in object.changedKeys.sorted() {
+            if let attribute = object.entity.attributesByName[key] {
+                if !attribute.isTransient { update.attributes[key] = .some(object.state.attributes[key]) }
+            } else if let relationship = object.entity.relationshipsByName[key], !relationship.isTransient {
+                if relationship.isToMany {
+                    update.toMany[key] = try toManyIDs(object, relationship).map(\.key)
+                } else {
+                    update.toOne[key] = .some(object.state.toOne[key]?.key)
+                }
+            }
+        }
+        return update
+    }
+
+    private func didSave() {
+        for object in insertedOrder where !object.isDeletedFlag { object.version = 1 }
+        for id in updatedSet { if let object = registered[id], !object.isInsertedFlag { object.version += 1 } }
+        for id in deletedSet {
+            registered[id]?.context = nil
+            registered[id] = nil
+        }
+        for object in registered.values {
+            object.isInsertedFlag = false
+            object.committed = nil
+            object.changedKeys = []
+        }
+        insertedOrder = []
+        updatedSet = []
+        deletedSet = []
+    }
+
+    /// Validates every inserted and changed object that is not deleted.
+    func validateChanges() throws -> [ValidationFailure] {
+        var objects = insertedOrder.filter { !$0.isDeletedFlag }
+        objects += updatedSet.sorted().compactMap { registered[$0] }.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
+        var failures: [ValidationFailure] = []
+        for object in objects { failures += try validate(object) }
+        return failures
+    }
+
+    /// Checks every rule of the model on one object.
+    public func validate(_ object: ManagedObject) throws -> [ValidationFailure] {
+        var failures: [ValidationFailure] = []
+        func fail(_ property: String, _ rule: ValidationRule, _ message: String) {
+            failures.append(ValidationFailure(objectID: object.objectID, property: property, rule: rule, message: message))
+        }
+        for attribute in object.entity.attributes where !attribute.isTransient {
+            for (rule, message) in ObjectValidator.check(attribute, object.state.attributes[attribute.name]) {
+                fail(attribute.name, rule, message)
+            }
+        }
+        for relationship in object.entity.relationships where !relationship.isTransient {
+            let count = relationship.isToMany
+                ? try toManyIDs(object, relationship).count
+                : (object.state.toOne[relationship.name] == nil ? 0 : 1)
+            for (rule, message) in ObjectValidator.check(relationship, count: count) {
+                fail(relationship.name, rule, message)
+            }
+        }
+        return failures
+    }
+}
+
+/// The validation rules, in one place: used by contexts at save and by tools that check whole stores.
+public enum ObjectValidator {
+    /// The rules an attribute value breaks, each with a message.
+    public static func check(_ attribute: Attribute, _ value: Value?) -> [(ValidationRule, String)] {
+        guard let value else {
+            return attribute.isOptional ? [] : [(.required, "a value is required")]
+        }
+        guard attribute.type.accepts(value) else {
+            return [(.type, "\(value.kindName) value \(value) is not a valid \(attribute.type.modelName)")]
+        }
+        var broken: [(ValidationRule, String)] = []
+        let rules = attribute.validation
+        if let min = rules.minValue, let order = ValueOrdering.compare(value, min), order < 0 {
+            broken.append((.minValue, "\(value) is less than the minimum \(min)"))
+        }
+        if let max = rules.maxValue, let order = ValueOrdering.compare(value, max), order > 0 {
+            broken.append((.maxValue, "\(value) is greater than the maximum \(max)"))
+        }
+        let length: Int? = switch value {
+        case .string(let s): s.count
+        case .data(let d): d.count
+        default: nil
+        }
+        if let length, let min = rules.minLength, length < min {
+            broken.append((.minLength, "length \(length) is less than the minimum \(min)"))
+        }
+        if let length, let max = rules.maxLength, length > max {
+            broken.append((.maxLength, "length \(length) is greater than the maximum \(max)"))
+        }
+        if let pattern = rules.pattern, case .string(let s) = value, !matchesWhole(s, pattern) {
+            broken.append((.pattern, "\(String(reflecting: s)) does not match \(String(reflecting: pattern))"))
+        }
+        return broken
+    }
+
+    /// The rules a relationship holding `count` objects breaks, each with a message.
+    public static func check(_ relationship: Relationship, count: Int) -> [(ValidationRule, String)] {
+        if count == 0 {
+            return relationship.isOptional ? [] : [(.required, relationship.isToMany ? "at least one object is required" : "an object is required")]
+        }
+        guard relationship.isToMany else { return [] }
+        var broken: [(ValidationRule, String)] = []
+        if relationship.minCount > 0 && count < relationship.minCount {
+            broken.append((.minCount, "\(count) objects, fewer than the minimum \(relationship.minCount)"))
+        }
+        if relationship.maxCount > 0 && count > relationship.maxCount {
+            broken.append((.maxCount, "\(count) objects, more than the maximum \(relationship.maxCount)"))
+        }
+        return broken
+    }
+
+    private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {
+        guard let regex = try? NSRegularExpression(pattern: pattern) else { return false }
+        let range = NSRange(s.startIndex..., in: s)
+        guard let match = regex.firstMatch(in: s, options: [.anchored], range: range) else { return false }
+        return match.range == range
+    }
+}

@@ -1,0 +1,346 @@
+import Foundation
+import ObjectModel
+
+/// The unit of work: insert, fetch, change, delete, then save or roll back.
+///
+/// A context keeps one ``ManagedObject`` per object ID, keeps inverse
+/// relationships in step as you set them, applies delete rules and validates
+/// every changed object when it saves (reporting every failure at once), and
+/// refuses to save over an object someone else changed since it was read
+/// (optimistic locking). It works through the store contract alone.
+///
+/// A context belongs to one isolation domain and is not `Sendable`; stores are.
+///
+/// ```swift
+/// let context = ObjectContext(coordinator: coordinator)
+/// let ada = try context.insert("Person")
+/// ada["name"] = .string("Ada")
+/// try context.save()
+/// let people = try context.fetch(FetchRequest(entity: "Person", predicate: try Predicate("name BEGINSWITH 'A'")))
+/// ```
+public final class ObjectContext {
+    /// The coordinator whose stores the context reads and writes.
+    public let coordinator: StoreCoordinator
+
+    var registered: [ObjectID: ManagedObject] = [:]
+    var insertedOrder: [ManagedObject] = []
+    var updatedSet: Set<ObjectID> = []
+    var deletedSet: Set<ObjectID> = []
+
+    /// Creates an empty context.
+    public init(coordinator: StoreCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    /// The model of the coordinator.
+    public var model: ManagedObjectModel { coordinator.model }
+
+    /// Whether anything was inserted, changed or deleted since the last save.
+    public var hasChanges: Bool { !insertedOrder.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: [ManagedObject] { insertedOrder.filter { !$0.isDeletedFlag } }
+    /// Objects changed and not yet saved (not counting inserted ones).
+    public var updatedObjects: [ManagedObject] { updatedSet.sorted().compactMap { registered[$0] }.filter { !$0.isDeletedFlag } }
+    /// Objects deleted and not yet saved.
+    public var deletedObjects: [ManagedObject] { deletedSet.sorted().compactMap { registered[$0] } }
+    /// Every object the context holds.
+    public var registeredObjects: [ManagedObject] { registered.keys.sorted().compactMap { registered[$0] } }
+
+    // MARK: Insert and delete
+
+    /// Inserts a new object of `entity`, with its attributes' default values.
+    ///
+    /// Its primary key is reserved in the entity's store at once, so its
+    /// ``ManagedObject/objectID`` is final.
+    /// - Throws: ``StoreError`` for an unknown or abstract entity, or when no store holds it.
+    public func insert(_ entity: String) throws -> ManagedObject {
+        guard let description = model.entity(named: entity) else {
+            throw StoreError(.invalidChange, "no entity named \(entity)")
+        }
+        guard !description.isAbstract else { throw StoreError(.invalidChange, "entity \(entity) is abstract") }
+        let store = try coordinator.store(forEntity: entity)
+        let pk = try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound
+        var attributes: [String: Value] = [:]
+        for attribute in description.attributes { if let v = attribute.defaultValue { attributes[attribute.name] = v } }
+        let object = ManagedObject(
+            objectID: store.objectID(for: ObjectKey(entity, pk)), entity: description, context: self,
+            state: .init(attributes: attributes, toOne: [:], toMany: [:]), version: 0)
+        for relationship in description.relationships where relationship.isToMany { object.state.toMany[relationship.name] = [] }
+        object.isInsertedFlag = true
+        registered[object.objectID] = object
+        insertedOrder.append(object)
+        return object
+    }
+
+    /// Marks an object for deletion; delete rules are applied when the context saves.
+    public func delete(_ object: ManagedObject) {
+        guard object.context === self, !object.isDeletedFlag else { return }
+        object.isDeletedFlag = true
+        deletedSet.insert(object.objectID)
+    }
+
+    // MARK: Reads
+
+    /// The object with `id`: the registered one, or one read from its store; nil when it does not exist.
+    public func object(with id: ObjectID) throws -> ManagedObject? {
+        if let object = registered[id] { return object }
+        guard let store = coordinator.store(withIdentifier: id.storeIdentifier) else {
+            throw StoreError(.noStore, "no attached store has UUID \(id.storeIdentifier.uuidString)", objectID: id)
+        }
+        return try store.record(for: id.key).map { materialize($0, from: store) }
+    }
+
+    /// The objects a request matches, including unsaved changes: inserted objects
+    /// that match, changed objects judged by their current values, deleted objects left out.
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        guard let entity = model.entity(named: request.entityName) else {
+            throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
+        }
+        let store = try coordinator.store(forEntity: entity.name)
+        guard hasChanges else { return try store.fetch(request).map { materialize($0, from: store) } }
+
+        var unbounded = request
+        unbounded.fetchLimit = nil
+        unbounded.fetchOffset = 0
+        unbounded.predicate = nil
+        var candidates = try store.fetch(unbounded).map { materialize($0, from: store) }
+        let kinds = Set(request.includesSubentities ? entity.kindNames : [entity.name])
+        candidates += insertedOrder.filter { kinds.contains($0.entity.name) }
+        var matches: [ManagedObject] = []
+        for object in candidates where !object.isDeletedFlag {
+            if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: ContextSubject(object)) { continue }
+            matches.append(object)
+        }
+        var failure: (any Error)?
+        matches.sort { a, b in
+            if failure == nil, !request.sortDescriptors.isEmpty {
+                do {
+                    let order = try PredicateEvaluator.sortOrder(ContextSubject(a), ContextSubject(b), by: request.sortDescriptors)
+                    if order != 0 { return order < 0 }
+                } catch {
+                    failure = error
+                }
+            }
+            return a.objectID.primaryKey < b.objectID.primaryKey
+        }
+        if let failure { throw failure }
+        return Array(matches.dropFirst(max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max))
+    }
+
+    /// How many objects ``fetch(_:)`` would return.
+    public func count(_ request: FetchRequest) throws -> Int {
+        guard hasChanges else {
+            guard let entity = model.entity(named: request.entityName) else {
+                throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
+            }
+            return try coordinator.store(forEntity: entity.name).count(request)
+        }
+        return try fetch(request).count
+    }
+
+    func materialize(_ record: ObjectRecord, from store: any PersistentStore) -> ManagedObject {
+        let id = store.objectID(for: record.key)
+        if let existing = registered[id] { return existing }
+        let entity = model.entity(named: record.key.entity)!
+        let object = ManagedObject(
+            objectID: id, entity: entity, context: self,
+            state: .init(attributes: record.attributes, toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:]),
+            version: record.version)
+        registered[id] = object
+        return object
+    }
+
+    // MARK: Rollback and reset
+
+    /// Discards every unsaved change: inserted objects leave the context,
+    /// changed ones get their saved values back, deleted ones stay.
+    public func rollback() {
+        for object in insertedOrder {
+            registered[object.objectID] = nil
+            object.context = nil
+        }
+        for object in registered.values {
+            if let committed = object.committed { object.state = committed }
+            object.committed = nil
+            object.changedKeys = []
+            object.isDeletedFlag = false
+        }
+        insertedOrder = []
+        updatedSet = []
+        deletedSet = []
+    }
+
+    /// Forgets every object and every unsaved change.
+    public func reset() {
+        for object in registered.values { object.context = nil }
+        registered = [:]
+        insertedOrder = []
+        updatedSet = []
+        deletedSet = []
+    }
+
+    // MARK: Change tracking
+
+    func willChange(_ object: ManagedObject, key: String) throws {
+        guard object.context === self else { throw StoreError(.invalidChange, "\(object) belongs to another context") }
+        if object.committed == nil && !object.isInsertedFlag { object.committed = object.state }
+        object.changedKeys.insert(key)
+        if !object.isInsertedFlag { updatedSet.insert(object.objectID) }
+    }
+
+    /// The IDs of a to-many relationship, read from the store the first time.
+    func toManyIDs(_ object: ManagedObject, _ relationship: Relationship) throws -> [ObjectID] {
+        if let ids = object.state.toMany[relationship.name] { return ids }
+        guard let store = coordinator.store(withIdentifier: object.objectID.storeIdentifier) else {
+            throw StoreError(.noStore, "no attached store holds \(object)")
+        }
+        let ids = try store.relatedKeys(of: object.objectID.key, relationship: relationship.name).map { store.objectID(for: $0) }
+        object.state.toMany[relationship.name] = ids
+        if var committed = object.committed, committed.toMany[relationship.name] == nil {
+            committed.toMany[relationship.name] = ids
+            object.committed = committed
+        }
+        return ids
+    }
+
+    private func setPrimitiveToOne(_ object: ManagedObject, _ name: String, _ id: ObjectID?) throws {
+        guard object.state.toOne[name] != id else { return }
+        try willChange(object, key: name)
+        object.state.toOne[name] = id
+    }
+
+    private func setPrimitiveToMany(_ object: ManagedObject, _ relationship: Relationship, _ ids: [ObjectID]) throws {
+        let current = try toManyIDs(object, relationship)
+        guard current != ids else { return }
+        try willChange(object, key: relationship.name)
+        object.state.toMany[relationship.name] = ids
+    }
+
+    private func inverse(of relationship: Relationship, on object: ManagedObject) -> Relationship? {
+        relationship.inverse.flatMap { object.entity.relationshipsByName[$0] }
+    }
+
+    private func checkTarget(_ target: ManagedObject, of relationship: Relationship, from source: ManagedObject) throws {
+        guard target.context === self else {
+            throw StoreError(.invalidChange, "\(source.entity.name).\(relationship.name): \(target) belongs to another context")
+        }
+        guard target.entity.isKind(of: relationship.destination) else {
+            throw StoreError(.invalidChange, "\(source.entity.name).\(relationship.name): \(target) is not a \(relationship.destination)")
+        }
+    }
+
+    /// Removes `source` from `target`'s side of `relationship`'s inverse.
+    private func detach(_ source: ManagedObject, from target: ManagedObject, _ relationship: Relationship) throws {
+        guard let inverse = inverse(of: relationship, on: target) else { return }
+        if inverse.isToMany {
+            try setPrimitiveToMany(target, inverse, try toManyIDs(target, inverse).filter { $0 != source.objectID })
+        } else if target.state.toOne[inverse.name] == source.objectID {
+            try setPrimitiveToOne(target, inverse.name, nil)
+        }
+    }
+
+    /// Adds `source` to `target`'s side of `relationship`'s inverse, taking
+    /// `target` away from whatever it pointed to before through a to-one inverse.
+    private func attach(_ source: ManagedObject, to target: ManagedObject, _ relationship: Relationship) throws {
+        guard let inverse = inverse(of: relationship, on: target) else { return }
+        if inverse.isToMany {
+            let ids = try toManyIDs(target, inverse)
+            if !ids.contains(source.objectID) { try setPrimitiveToMany(target, inverse, ids + [source.objectID]) }
+            return
+        }
+        if let previous = target.state.toOne[inverse.name], previous != source.objectID,
+           let previousObject = try object(with: previous) {
+            if relationship.isToMany {
+                try setPrimitiveToMany(previousObject, relationship,
+                                       try toManyIDs(previousObject, relationship).filter { $0 != target.objectID })
+            } else if previousObject.state.toOne[relationship.name] == target.objectID {
+                try setPrimitiveToOne(previousObject, relationship.name, nil)
+            }
+        }
+        try setPrimitiveToOne(target, inverse.name, source.objectID)
+    }
+
+    func setToOne(_ object: ManagedObject, _ relationship: Relationship, _ target: ManagedObject?) throws {
+        if let target { try checkTarget(target, of: relationship, from: object) }
+        let old = object.state.toOne[relationship.name]
+        guard old != target?.objectID else { return }
+        if let old, let oldObject = try self.object(with: old) { try detach(object, from: oldObject, relationship) }
+        if let target { try attach(object, to: target, relationship) }
+        try setPrimitiveToOne(object, relationship.name, target?.objectID)
+    }
+
+    func setToMany(_ object: ManagedObject, _ relationship: Relationship, _ targets: [ManagedObject]) throws {
+        for target in targets { try checkTarget(target, of: relationship, from: object) }
+        var seen: Set<ObjectID> = []
+        let ids = targets.map(\.objectID).filter { seen.insert($0).inserted }
+        let old = try toManyIDs(object, relationship)
+        let oldSet = Set(old)
+        for id in old where !seen.contains(id) {
+            if let removed = try self.object(with: id) { try detach(object, from: removed, relationship) }
+        }
+        for target in targets where !oldSet.contains(target.objectID) { try attach(object, to: target, relationship) }
+        try setPrimitiveToMany(object, relationship, ids)
+    }
+
+    /// Applies the delete rules of every deleted object; see ``save()``.
+    func processDeletes() throws {
+        // 1. The closure of cascades.
+        var work = deletedSet.sorted()
+        var deny: [(ManagedObject, Relationship, [ObjectID])] = []
+        var related: [(ManagedObject, Relationship, [ObjectID])] = []
+        while let id = work.popLast() {
+            guard let object = registered[id] else { continue }
+            for relationship in object.entity.relationships where relationship.deleteRule != .noAction {
+                let targets = relationship.isToMany
+                    ? try toManyIDs(object, relationship)
+                    : object.state.toOne[relationship.name].map { [$0] } ?? []
+                switch relationship.deleteRule {
+                case .cascade:
+                    for target in targets where !deletedSet.contains(target) {
+                        guard let targetObject = try self.object(with: target) else { continue }
+                        targetObject.isDeletedFlag = true
+                        deletedSet.insert(target)
+                        work.append(target)
+                    }
+                case .deny: deny.append((object, relationship, targets))
+                default: break
+                }
+                related.append((object, relationship, targets))
+            }
+        }
+        // 2. Deny rules, judged on the whole closure.
+        for (object, relationship, targets) in deny {
+            if let blocking = targets.first(where: { !deletedSet.contains($0) }) {
+                throw StoreError(.deleteDenied,
+                    "cannot delete \(object.objectID.uri.absoluteString): \(object.entity.name).\(relationship.name) still holds \(blocking.uri.absoluteString) (delete rule deny)",
+                    objectID: blocking)
+            }
+        }
+        // 3. Nullify the surviving side of every inverse.
+        for (object, relationship, targets) in related {
+            for target in targets where !deletedSet.contains(target) {
+                if let targetObject = try self.object(with: target) { try detach(object, from: targetObject, relationship) }
+            }
+        }
+    }
+}
+
+/// A managed object as predicates see it: current, unsaved values included.
+struct ContextSubject: PredicateSubject {
+    let object: ManagedObject
+
+    init(_ object: ManagedObject) { self.object = object }
+
+    var identity: Value { .string(object.objectID.key.description) }
+
+    func resolve(_ key: String) -> ResolvedKey? {
+        if object.entity.attributesByName[key] != nil { return .value(object.state.attributes[key]) }
+        guard let relationship = object.entity.relationshipsByName[key], let context = object.context else { return nil }
+        if relationship.isToMany {
+            let ids = (try? context.toManyIDs(object, relationship)) ?? []
+            return .objects(ids.compactMap { (try? context.object(with: $0)) ?? nil }.map(ContextSubject.init))
+        }
+        let target = object.state.toOne[key].flatMap { (try? context.object(with: $0)) ?? nil }
+        return .object(target.map(ContextSubject.init))
+    }
+}
