@@ -96,6 +96,10 @@ enum XcodeModelReader {
                 var defaultValue: Value?
                 if let text = a["defaultValueString"] {
                     defaultValue = type.parseValue(text)
+                    // Xcode accepts YES/NO on numeric attributes and Core Data reads them as 1/0.
+                    if defaultValue == nil, type.isNumeric, case .boolean(let flag)? = AttributeType.boolean.parseValue(text) {
+                        defaultValue = type.coerce(.integer(flag ? 1 : 0))
+                    }
                     if defaultValue == nil && type != .undefined && type != .transformable {
                         return fail(parser, "\(entity!.name).\(attributeName): default value \(String(reflecting: text)) is not a valid \(type.modelName)")
                     }

@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import InMemoryStore
+import ObjectModel
+import ObjectStore
+
+/// The `objectstore` command-line tool.
+@main
+struct ObjectStoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "objectstore",
+        abstract: "Inspect, validate, migrate and convert ObjectStore and Core Data models and stores.",
+        version: "0.1.0",
+        subcommands: [ModelCommand.self]
+    )
+
+    static func main() {
+        InMemoryStore.register()
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as ModelError {
+            fail(error.description)
+        } catch let error as StoreError {
+            fail(error.description)
+        } catch let error as CLIError {
+            fail(error.message)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// Prints one line on stderr and exits with status 1.
+    static func fail(_ message: String) -> Never {
+        let line = message.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " | ")
+        FileHandle.standardError.write(Data("objectstore: \(line)\n".utf8))
+        Foundation.exit(1)
+    }
+}
+
+/// A runtime failure of the tool that is neither a model nor a store error.
+struct CLIError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// Writes text to standard output.
+func output(_ text: String) {
+    FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+}
