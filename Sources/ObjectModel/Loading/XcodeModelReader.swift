@@ -13,10 +13,14 @@ enum XcodeModelReader {
         let delegate = Delegate()
         parser.delegate = delegate
         parser.shouldProcessNamespaces = false
-        if !parser.parse() {
+        if !parser.parse() || delegate.failureIsSyntax {
             let message = delegate.failure ?? parser.parserError.map(describe) ?? "the XML does not parse"
             throw ModelError(.syntax, problems: [message], file: file, line: delegate.failureLine ?? parser.lineNumber,
                              column: delegate.failureLine == nil ? parser.columnNumber : delegate.failureColumn)
+        }
+        if delegate.failure == nil, let open = delegate.openElements.last {
+            let (line, column) = SyntaxPosition.position(ofByte: data.count, in: data)
+            throw ModelError(.syntax, problems: ["the XML ends before <\(open)> is closed"], file: file, line: line, column: column)
         }
         if let failure = delegate.failure {
             throw ModelError(.unsupported, problems: [failure], file: file, line: delegate.failureLine, column: delegate.failureColumn)
@@ -46,6 +50,7 @@ enum XcodeModelReader {
         var failure: String?
         var failureLine: Int?
         var failureColumn: Int?
+        var openElements: [String] = []
 
         private var entity: Entity?
         private var attribute: Attribute?
@@ -56,9 +61,12 @@ enum XcodeModelReader {
         private var configuration: String?
         private var skipDepth = 0
 
-        private func fail(_ parser: XMLParser, _ message: String) {
+        var failureIsSyntax = false
+
+        private func fail(_ parser: XMLParser, _ message: String, syntax: Bool = false) {
             guard failure == nil else { return }
             failure = message
+            failureIsSyntax = syntax
             failureLine = parser.lineNumber
             failureColumn = parser.columnNumber
             parser.abortParsing()
@@ -66,6 +74,7 @@ enum XcodeModelReader {
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
                     attributes a: [String: String] = [:]) {
+            openElements.append(name)
             if skipDepth > 0 { skipDepth += 1; return }
             switch name {
             case "model":
@@ -151,6 +160,10 @@ enum XcodeModelReader {
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            guard openElements.last == name else {
+                return fail(parser, "</\(name)> does not close <\(openElements.last ?? "nothing")>", syntax: true)
+            }
+            openElements.removeLast()
             if skipDepth > 0 { skipDepth -= 1; return }
             switch name {
             case "entity":
