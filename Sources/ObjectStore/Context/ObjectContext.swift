@@ -16,7 +16,7 @@ import ObjectModel
 /// let ada = try context.insert("Person")
 /// ada["name"] = .string("Ada")
 /// try context.save()
-/// let people = try context.fetch(FetchRequest(entity: "Person", predicate: try Predicate("name BEGINSWITH 'A'")))
+/// let people = try context.fetch(FetchRequest(entity: "Person", predicate: try ObjectPredicate("name BEGINSWITH 'A'")))
 /// ```
 public final class ObjectContext {
     /// The coordinator whose stores the context reads and writes.

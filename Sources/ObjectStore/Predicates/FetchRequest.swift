@@ -1,7 +1,7 @@
 /// How to order fetched objects: a key path and a direction.
 ///
 /// Missing values sort first in ascending order; strings compare by their UTF-8 bytes.
-public struct SortDescriptor: Sendable, Hashable {
+public struct ObjectSortDescriptor: Sendable, Hashable {
     /// The key path to sort by (`name`, `owner.name`).
     public var keyPath: String
     /// Whether smaller values come first.
@@ -17,17 +17,17 @@ public struct SortDescriptor: Sendable, Hashable {
 /// What to fetch: an entity, a predicate, an order and a window.
 ///
 /// ```swift
-/// var request = FetchRequest(entity: "Person", predicate: try Predicate("age > 30"))
-/// request.sortDescriptors = [SortDescriptor("name")]
+/// var request = FetchRequest(entity: "Person", predicate: try ObjectPredicate("age > 30"))
+/// request.sortDescriptors = [ObjectSortDescriptor("name")]
 /// request.fetchLimit = 10
 /// ```
 public struct FetchRequest: Sendable, Hashable {
     /// The entity to fetch.
     public var entityName: String
     /// The condition objects must meet; nil for every object.
-    public var predicate: Predicate?
+    public var predicate: ObjectPredicate?
     /// The order, most significant first; ties come in primary-key order.
-    public var sortDescriptors: [SortDescriptor]
+    public var sortDescriptors: [ObjectSortDescriptor]
     /// The most objects to return; nil for no limit.
     public var fetchLimit: Int?
     /// How many matching objects to skip first.
@@ -36,7 +36,7 @@ public struct FetchRequest: Sendable, Hashable {
     public var includesSubentities: Bool
 
     /// Creates a request.
-    public init(entity: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [],
+    public init(entity: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int? = nil, fetchOffset: Int = 0, includesSubentities: Bool = true) {
         self.entityName = entity
         self.predicate = predicate

@@ -6,23 +6,23 @@ import ObjectModel
 /// Build one in code or parse the NSPredicate format syntax:
 ///
 /// ```swift
-/// let p = try Predicate("age > 30 AND name BEGINSWITH[c] \"a\"")
-/// let q = Predicate.and([.compare("age", .greaterThan, .integer(30)), .compare("name", .beginsWith, .string("a"), [.caseInsensitive])])
+/// let p = try ObjectPredicate("age > 30 AND name BEGINSWITH[c] \"a\"")
+/// let q = ObjectPredicate.and([.compare("age", .greaterThan, .integer(30)), .compare("name", .beginsWith, .string("a"), [.caseInsensitive])])
 /// ```
 ///
 /// What a predicate means is defined once, in ``PredicateEvaluator``; a backend
 /// may translate predicates (to SQL) but must give the same answers.
-public indirect enum Predicate: Sendable, Hashable {
+public indirect enum ObjectPredicate: Sendable, Hashable {
     /// Always true (`TRUEPREDICATE`) or always false (`FALSEPREDICATE`).
     case constant(Bool)
     /// A comparison of two expressions.
     case comparison(Comparison)
     /// True when every operand is.
-    case and([Predicate])
+    case and([ObjectPredicate])
     /// True when any operand is.
-    case or([Predicate])
+    case or([ObjectPredicate])
     /// True when the operand is false.
-    case not(Predicate)
+    case not(ObjectPredicate)
 
     /// Parses the NSPredicate format syntax.
     /// - Throws: ``PredicateSyntaxError`` with the column of the problem.
@@ -33,7 +33,7 @@ public indirect enum Predicate: Sendable, Hashable {
 
     /// `keyPath <op> value`.
     public static func compare(_ keyPath: String, _ op: Comparison.Operator, _ value: Value?,
-                               _ options: Comparison.Options = []) -> Predicate {
+                               _ options: Comparison.Options = []) -> ObjectPredicate {
         .comparison(Comparison(.keyPath(keyPath), op, .constant(value), options: options))
     }
 }
@@ -107,7 +107,7 @@ public indirect enum Expression: Sendable, Hashable {
     case list([Expression])
 }
 
-extension Predicate: CustomStringConvertible {
+extension ObjectPredicate: CustomStringConvertible {
     /// The predicate in the NSPredicate format syntax; parsing it gives an equal predicate.
     public var description: String {
         switch self {

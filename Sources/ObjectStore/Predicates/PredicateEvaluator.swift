@@ -36,7 +36,7 @@ public protocol PredicateSubject {
 public enum PredicateEvaluator {
     /// Whether `subject` satisfies `predicate`.
     /// - Throws: ``StoreError`` with ``StoreError/Code/invalidFetch`` for an unknown key path or an operator that does not apply.
-    public static func evaluate(_ predicate: Predicate, on subject: any PredicateSubject) throws -> Bool {
+    public static func evaluate(_ predicate: ObjectPredicate, on subject: any PredicateSubject) throws -> Bool {
         switch predicate {
         case .constant(let v): return v
         case .and(let ps):
@@ -291,7 +291,7 @@ public enum PredicateEvaluator {
 
     /// Orders subjects by sort descriptors (missing values first when ascending).
     public static func sortOrder(_ a: any PredicateSubject, _ b: any PredicateSubject,
-                                 by descriptors: [SortDescriptor]) throws -> Int {
+                                 by descriptors: [ObjectSortDescriptor]) throws -> Int {
         for descriptor in descriptors {
             let x = try sortValue(descriptor.keyPath, on: a)
             let y = try sortValue(descriptor.keyPath, on: b)

@@ -17,7 +17,7 @@ public struct PredicateSyntaxError: Error, Sendable, Hashable, CustomStringConve
     public var description: String { "column \(column): \(message)" }
 }
 
-/// Parses the NSPredicate format syntax into a ``Predicate``.
+/// Parses the NSPredicate format syntax into a ``ObjectPredicate``.
 ///
 /// Supported: `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses, `TRUEPREDICATE`,
 /// `FALSEPREDICATE`; `=`, `==`, `!=`, `<>`, `<`, `<=`, `=<`, `>`, `>=`, `=>`,
@@ -44,7 +44,7 @@ struct PredicateParser {
         do { tokens = try Self.tokenize(source) } catch let error as PredicateSyntaxError { lexError = error } catch {}
     }
 
-    mutating func parse() throws -> Predicate {
+    mutating func parse() throws -> ObjectPredicate {
         if let lexError { throw lexError }
         let predicate = try parseOr()
         guard case .end = current else { throw error("unexpected \(describe(current)) after a complete predicate") }
@@ -53,7 +53,7 @@ struct PredicateParser {
 
     // MARK: Grammar
 
-    private mutating func parseOr() throws -> Predicate {
+    private mutating func parseOr() throws -> ObjectPredicate {
         var operands = [try parseAnd()]
         while isKeyword("OR") || current == .symbol("||") {
             advance()
@@ -62,7 +62,7 @@ struct PredicateParser {
         return operands.count == 1 ? operands[0] : .or(operands)
     }
 
-    private mutating func parseAnd() throws -> Predicate {
+    private mutating func parseAnd() throws -> ObjectPredicate {
         var operands = [try parseUnary()]
         while isKeyword("AND") || current == .symbol("&&") {
             advance()
@@ -71,7 +71,7 @@ struct PredicateParser {
         return operands.count == 1 ? operands[0] : .and(operands)
     }
 
-    private mutating func parseUnary() throws -> Predicate {
+    private mutating func parseUnary() throws -> ObjectPredicate {
         if isKeyword("NOT") || current == .symbol("!") {
             advance()
             return .not(try parseUnary())
@@ -87,7 +87,7 @@ struct PredicateParser {
         return try parseComparison()
     }
 
-    private mutating func parseComparison() throws -> Predicate {
+    private mutating func parseComparison() throws -> ObjectPredicate {
         var quantifier = Comparison.Quantifier.direct
         if isKeyword("ANY") || isKeyword("SOME") { quantifier = .any; advance() }
         else if isKeyword("ALL") { quantifier = .all; advance() }
@@ -110,7 +110,7 @@ struct PredicateParser {
                 throw PredicateSyntaxError("BETWEEN needs a list of two values, like {1, 5}", column: opColumn)
             }
         }
-        let comparison = Predicate.comparison(Comparison(lhs, op, rhs, quantifier: quantifier, options: options))
+        let comparison = ObjectPredicate.comparison(Comparison(lhs, op, rhs, quantifier: quantifier, options: options))
         return negated ? .not(comparison) : comparison
     }
 
