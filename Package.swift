@@ -32,7 +32,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "ObjectModelTests", dependencies: ["ObjectModel"]),
+        .testTarget(
+            name: "ObjectModelTests",
+            dependencies: ["ObjectModel", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "ObjectStoreTests", dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore"]),
         .testTarget(
             name: "InMemoryStoreTests",
