@@ -40,7 +40,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     init(database: MemoryDatabase, url: URL?, model: ManagedObjectModel, readOnly: Bool) throws {
-        let metadata = database.state.withLock { $0.metadata }
+        let metadata = database.tables.withLock { $0.metadata }
         let compatibility = metadata.compatibility(with: model)
         guard compatibility.isCompatible else {
             throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
@@ -53,126 +53,44 @@ public final class InMemoryStore: PersistentStore {
         self.identifier = metadata.storeUUID ?? UUID()
     }
 
-    // MARK: Metadata
-
     public func metadata() throws -> StoreMetadata {
-        try checkOpen()
-        return database.state.withLock { $0.metadata }
+        try read { $0.metadata }
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
-        try checkWritable()
-        database.state.withLock { $0.metadata = metadata }
+        try write { $0.metadata = metadata }
     }
 
-    // MARK: Reads
-
     public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        let matches = try matching(request)
-        let window = matches.dropFirst(max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max)
-        return window.map { $0.record }
+        // Evaluate on a copy (copy-on-write, so cheap) outside the lock.
+        try read { $0 }.fetch(request, model: model)
     }
 
     public func count(_ request: FetchRequest) throws -> Int {
-        var unbounded = request
-        unbounded.sortDescriptors = []
-        let total = try matching(unbounded).count
-        let afterOffset = max(0, total - max(0, request.fetchOffset))
-        return min(afterOffset, request.fetchLimit ?? Int.max)
+        try read { $0 }.count(request, model: model)
     }
 
     public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try checkOpen()
-        return database.state.withLock { state in
-            state.tables[key.entity]?.rows[key.primaryKey].map { state.record(key, $0, model: model) }
-        }
+        try read { $0.record(for: key, model: model) }
     }
 
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try checkOpen()
-        guard let entity = model.entity(named: key.entity) else {
-            throw StoreError(.invalidFetch, "no entity named \(key.entity)")
-        }
-        guard let description = entity.relationshipsByName[relationship] else {
-            throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(relationship)")
-        }
-        return database.state.withLock { state in
-            guard let row = state.tables[key.entity]?.rows[key.primaryKey] else { return [] }
-            let keys = (row.relationships[relationship] ?? []).filter(state.exists)
-            return description.isOrdered || !description.isToMany ? keys : keys.sorted()
-        }
+        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
     }
 
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try checkOpen()
-        guard model.entity(named: entity) != nil else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return database.state.withLock { state in
-            guard let table = state.tables[entity] else { return [] }
-            var index = primaryKey.map { table.firstIndex(after: $0) } ?? 0
-            var batch: [ObjectRecord] = []
-            batch.reserveCapacity(min(limit, table.order.count))
-            while index < table.order.count && batch.count < limit {
-                let pk = table.order[index]
-                batch.append(state.record(ObjectKey(entity, pk), table.rows[pk]!, model: model))
-                index += 1
-            }
-            return batch
-        }
+        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
-
-    private func matching(_ request: FetchRequest) throws -> [MemorySubject] {
-        try checkOpen()
-        guard let entity = model.entity(named: request.entityName) else {
-            throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
-        }
-        let snapshot = MemorySnapshot(state: database.state.withLock { $0 }, model: model)
-        var subjects: [MemorySubject] = []
-        for name in request.includesSubentities ? entity.kindNames : [entity.name] {
-            guard let table = snapshot.state.tables[name] else { continue }
-            for pk in table.order {
-                let subject = MemorySubject(snapshot: snapshot, key: ObjectKey(name, pk), row: table.rows[pk]!)
-                if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
-                subjects.append(subject)
-            }
-        }
-        var failure: (any Error)?
-        subjects.sort { a, b in
-            if failure == nil, !request.sortDescriptors.isEmpty {
-                do {
-                    let order = try PredicateEvaluator.sortOrder(a, b, by: request.sortDescriptors)
-                    if order != 0 { return order < 0 }
-                } catch {
-                    failure = error
-                }
-            }
-            return a.key.primaryKey < b.key.primaryKey
-        }
-        if let failure { throw failure }
-        return subjects
-    }
-
-    // MARK: Writes
 
     public func save(_ changes: ChangeSet) throws {
-        try checkWritable()
-        try database.state.withLock { state in
-            try state.validate(changes, model: model, storeID: identifier)
-            state.apply(changes, model: model)
+        try write { tables in
+            try tables.validate(changes, model: model, storeID: identifier)
+            tables.apply(changes, model: model)
         }
     }
 
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        try checkWritable()
-        guard let description = model.entity(named: entity) else {
-            throw StoreError(.invalidChange, "no entity named \(entity)")
-        }
-        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
-        return database.state.withLock { state in
-            let first = state.lastKey[description.rootName, default: 0] + 1
-            let last = first + Int64(count) - 1
-            state.lastKey[description.rootName] = last
-            return first...last
-        }
+        try write { try $0.allocatePrimaryKeys(entity: entity, count: count, model: model) }
     }
 
     public func bulkInsert(_ records: [ObjectRecord]) throws {
@@ -183,12 +101,23 @@ public final class InMemoryStore: PersistentStore {
         isClosed.store(true, ordering: .releasing)
     }
 
-    private func checkOpen() throws {
+    private func read<T>(_ body: (RecordTables) throws -> T) throws -> T {
         if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
+        return try database.tables.withLock { try body($0) }
     }
 
-    private func checkWritable() throws {
-        try checkOpen()
+    private func write<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+        if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
+        return try database.tables.withLock { try body(&$0) }
+    }
+}
+
+/// The data of one in-memory store, shared by every open handle to it.
+final class MemoryDatabase: Sendable {
+    let tables: Mutex<RecordTables>
+
+    init(metadata: StoreMetadata) {
+        tables = Mutex(RecordTables(metadata: metadata))
     }
 }

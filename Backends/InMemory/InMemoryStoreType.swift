@@ -21,14 +21,14 @@ public struct InMemoryStoreType: StoreType {
         guard let database = NamedDatabases.shared.get(url) else {
             throw StoreError(.notFound, "no in-memory store", url: url)
         }
-        return database.state.withLock { $0.metadata }
+        return database.tables.withLock { $0.metadata }
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         guard let database = NamedDatabases.shared.get(url) else {
             throw StoreError(.notFound, "no in-memory store", url: url)
         }
-        database.state.withLock { $0.metadata = metadata }
+        database.tables.withLock { $0.metadata = metadata }
     }
 
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {

@@ -111,19 +111,9 @@ public final class ObjectContext {
             if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: ContextSubject(object)) { continue }
             matches.append(object)
         }
-        var failure: (any Error)?
-        matches.sort { a, b in
-            if failure == nil, !request.sortDescriptors.isEmpty {
-                do {
-                    let order = try PredicateEvaluator.sortOrder(ContextSubject(a), ContextSubject(b), by: request.sortDescriptors)
-                    if order != 0 { return order < 0 }
-                } catch {
-                    failure = error
-                }
-            }
-            return a.objectID.primaryKey < b.objectID.primaryKey
-        }
-        if let failure { throw failure }
+        var subjects = matches.map(ContextSubject.init)
+        try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.object.objectID.primaryKey < $1.object.objectID.primaryKey }
+        matches = subjects.map(\.object)
         return Array(matches.dropFirst(max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max))
     }
 

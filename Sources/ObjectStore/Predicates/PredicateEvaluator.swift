@@ -301,6 +301,24 @@ public enum PredicateEvaluator {
         return 0
     }
 
+    /// Sorts subjects by sort descriptors; subjects that sort equal keep the order `tieBreak` gives.
+    public static func sort<S: PredicateSubject>(_ subjects: inout [S], by descriptors: [ObjectSortDescriptor],
+                                                 tieBreak: (S, S) -> Bool) throws {
+        var failure: (any Error)?
+        subjects.sort { a, b in
+            if failure == nil, !descriptors.isEmpty {
+                do {
+                    let order = try sortOrder(a, b, by: descriptors)
+                    if order != 0 { return order < 0 }
+                } catch {
+                    failure = error
+                }
+            }
+            return tieBreak(a, b)
+        }
+        if let failure { throw failure }
+    }
+
     private static func sortValue(_ path: String, on subject: any PredicateSubject) throws -> Value? {
         guard case .single(let v) = try resolve(path, on: subject) else {
             throw StoreError(.invalidFetch, "cannot sort by \(path): it crosses a to-many relationship")

@@ -1,28 +1,30 @@
 import Foundation
 import ObjectModel
-import ObjectStore
-import Synchronization
 
-/// The data of one in-memory store, shared by every open handle to it.
-final class MemoryDatabase: Sendable {
-    let state: Mutex<MemoryState>
+/// One stored object.
+public struct StoredRow: Sendable, Hashable {
+    /// The optimistic-locking version.
+    public var version: Int64
+    /// Stored attribute values.
+    public var attributes: [String: Value]
+    /// Every relationship's keys (a to-one holds at most one).
+    public var relationships: [String: [ObjectKey]]
 
-    init(metadata: StoreMetadata) {
-        state = Mutex(MemoryState(metadata: metadata))
+    /// Creates a row.
+    public init(version: Int64, attributes: [String: Value], relationships: [String: [ObjectKey]]) {
+        self.version = version
+        self.attributes = attributes
+        self.relationships = relationships
     }
 }
 
-/// One stored object.
-struct MemoryRow: Sendable {
-    var version: Int64
-    var attributes: [String: Value]
-    var relationships: [String: [ObjectKey]]
-}
 
 /// The objects of one concrete entity, with their keys kept in ascending order.
-struct MemoryTable: Sendable {
-    var rows: [Int64: MemoryRow] = [:]
-    var order: [Int64] = []
+public struct RecordTable: Sendable {
+    /// Rows by primary key.
+    public internal(set) var rows: [Int64: StoredRow] = [:]
+    /// The primary keys, ascending.
+    public internal(set) var order: [Int64] = []
 
     /// The index of the first key greater than `pk`.
     func firstIndex(after pk: Int64) -> Int {
@@ -34,7 +36,7 @@ struct MemoryTable: Sendable {
         return low
     }
 
-    mutating func insert(_ pk: Int64, _ row: MemoryRow) {
+    mutating func insert(_ pk: Int64, _ row: StoredRow) {
         rows[pk] = row
         if let last = order.last, last >= pk {
             order.insert(pk, at: firstIndex(after: pk))
@@ -50,20 +52,30 @@ struct MemoryTable: Sendable {
     }
 }
 
-/// Everything an in-memory store holds.
-struct MemoryState: Sendable {
-    var metadata: StoreMetadata
-    var tables: [String: MemoryTable] = [:]
+/// A whole store's objects held in memory, with the contract's semantics:
+/// validation of change sets before anything is applied, fetches through the
+/// shared predicate evaluator, per-hierarchy key allocation.
+///
+/// The in-memory and atomic-file backends keep their data in one; a backend
+/// that reads a whole store into memory can too.
+public struct RecordTables: Sendable {
+    /// The store's metadata.
+    public var metadata: StoreMetadata
+    /// The tables, by concrete entity.
+    public internal(set) var tables: [String: RecordTable] = [:]
     /// The last primary key handed out, by root entity.
-    var lastKey: [String: Int64] = [:]
+    public var lastKey: [String: Int64] = [:]
 
-    init(metadata: StoreMetadata) {
+    /// Empty tables with `metadata`.
+    public init(metadata: StoreMetadata) {
         self.metadata = metadata
     }
 
-    func exists(_ key: ObjectKey) -> Bool { tables[key.entity]?.rows[key.primaryKey] != nil }
+    /// Whether an object with `key` exists.
+    public func exists(_ key: ObjectKey) -> Bool { tables[key.entity]?.rows[key.primaryKey] != nil }
 
-    func record(_ key: ObjectKey, _ row: MemoryRow, model: ManagedObjectModel) -> ObjectRecord {
+    /// The record of a row, with to-one relationships whose target no longer exists left out.
+    public func record(_ key: ObjectKey, _ row: StoredRow, model: ManagedObjectModel) -> ObjectRecord {
         var toOne: [String: ObjectKey] = [:]
         if let entity = model.entity(named: key.entity) {
             for relationship in entity.relationships where !relationship.isToMany {
@@ -74,7 +86,7 @@ struct MemoryState: Sendable {
     }
 
     /// Checks a change set completely before anything is applied, so a save is all or nothing.
-    func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID) throws {
+    public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID) throws {
         let deleted = Set(changes.deleted.map(\.key))
         var inserted: Set<ObjectKey> = []
         var insertedPerRoot: [String: Set<Int64>] = [:]
@@ -154,13 +166,13 @@ struct MemoryState: Sendable {
     }
 
     /// Applies a validated change set; nothing here can fail.
-    mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel) {
+    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel) {
         for deletion in changes.deleted { tables[deletion.key.entity]?.remove(deletion.key.primaryKey) }
         for record in changes.inserted {
             var relationships = record.toMany
             for (name, target) in record.toOne { relationships[name] = [target] }
-            let row = MemoryRow(version: max(1, record.version), attributes: record.attributes, relationships: relationships)
-            tables[record.key.entity, default: MemoryTable()].insert(record.key.primaryKey, row)
+            let row = StoredRow(version: max(1, record.version), attributes: record.attributes, relationships: relationships)
+            tables[record.key.entity, default: RecordTable()].insert(record.key.primaryKey, row)
             let root = model.entity(named: record.key.entity)!.rootName
             lastKey[root] = max(lastKey[root, default: 0], record.key.primaryKey)
         }
@@ -170,7 +182,7 @@ struct MemoryState: Sendable {
     }
 }
 
-extension MemoryRow {
+extension StoredRow {
     mutating func apply(_ update: ObjectUpdate) {
         for (name, value) in update.attributes { attributes[name] = value }
         for (name, target) in update.toOne { relationships[name] = target.map { [$0] } }
@@ -180,21 +192,21 @@ extension MemoryRow {
 }
 
 /// A consistent copy of a store's state for evaluating a fetch outside the lock.
-final class MemorySnapshot {
-    let state: MemoryState
+final class RecordSnapshot {
+    let state: RecordTables
     let model: ManagedObjectModel
 
-    init(state: MemoryState, model: ManagedObjectModel) {
+    init(state: RecordTables, model: ManagedObjectModel) {
         self.state = state
         self.model = model
     }
 }
 
 /// An object of a snapshot, as predicates see it.
-struct MemorySubject: PredicateSubject {
-    let snapshot: MemorySnapshot
+struct RecordSubject: PredicateSubject {
+    let snapshot: RecordSnapshot
     let key: ObjectKey
-    let row: MemoryRow
+    let row: StoredRow
 
     var record: ObjectRecord { snapshot.state.record(key, row, model: snapshot.model) }
 
@@ -208,7 +220,7 @@ struct MemorySubject: PredicateSubject {
         return relationship.isToMany ? .objects(targets) : .object(targets.first)
     }
 
-    private func subject(_ key: ObjectKey) -> MemorySubject? {
-        snapshot.state.tables[key.entity]?.rows[key.primaryKey].map { MemorySubject(snapshot: snapshot, key: key, row: $0) }
+    private func subject(_ key: ObjectKey) -> RecordSubject? {
+        snapshot.state.tables[key.entity]?.rows[key.primaryKey].map { RecordSubject(snapshot: snapshot, key: key, row: $0) }
     }
 }
