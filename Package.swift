@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ObjectMigration", targets: ["ObjectMigration"]),
         .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
+        .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
@@ -25,10 +26,15 @@ let package = Package(
         .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore"], path: "Backends/InMemory"),
+        .target(
+            name: "AtomicStore",
+            dependencies: ["ObjectModel", "ObjectStore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Backends/Atomic"
+        ),
         .executableTarget(
             name: "objectstore",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore",
+                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -40,6 +46,13 @@ let package = Package(
         .testTarget(
             name: "InMemoryStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore", "ObjectStoreTesting"]
+        ),
+        .testTarget(
+            name: "AtomicStoreTests",
+            dependencies: [
+                "ObjectModel", "ObjectStore", "AtomicStore", "ObjectStoreTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore"]),
     ],

@@ -27,7 +27,8 @@ public struct RecordTable: Sendable {
     public internal(set) var order: [Int64] = []
 
     /// The index of the first key greater than `pk`.
-    func firstIndex(after pk: Int64) -> Int {
+    /// The index in ``order`` of the first key greater than `pk`.
+    public func firstIndex(after pk: Int64) -> Int {
         var (low, high) = (0, order.count)
         while low < high {
             let mid = (low + high) / 2
@@ -36,7 +37,12 @@ public struct RecordTable: Sendable {
         return low
     }
 
-    mutating func insert(_ pk: Int64, _ row: StoredRow) {
+    /// An empty table.
+    public init() {}
+
+    /// Adds or replaces a row.
+    public mutating func insert(_ pk: Int64, _ row: StoredRow) {
+        if rows[pk] != nil { rows[pk] = row; return }
         rows[pk] = row
         if let last = order.last, last >= pk {
             order.insert(pk, at: firstIndex(after: pk))
@@ -69,6 +75,11 @@ public struct RecordTables: Sendable {
     /// Empty tables with `metadata`.
     public init(metadata: StoreMetadata) {
         self.metadata = metadata
+    }
+
+    /// Replaces the table of `entity` (for backends that load a whole store).
+    public mutating func setTable(_ table: RecordTable, for entity: String) {
+        tables[entity] = table
     }
 
     /// Whether an object with `key` exists.

@@ -1,6 +1,24 @@
 import Foundation
 import ObjectModel
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// File operations the store types share.
+public enum FileOperations {
+    /// Renames `source` over `destination` in one step (POSIX `rename`), replacing it.
+    public static func rename(_ source: URL, over destination: URL) throws {
+        guard Foundation.rename(source.path, destination.path) == 0 else {
+            let code = errno
+            throw StoreError(.io, "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(code)))", url: destination)
+        }
+    }
+}
 
 /// A kind of store, and the operations that work on stores that are not open.
 ///
@@ -61,11 +79,7 @@ extension StoreType {
         for (from, to) in zip(sources, destinations).reversed() {
             do {
                 if fm.fileExists(atPath: from.path) {
-                    if fm.fileExists(atPath: to.path) {
-                        _ = try fm.replaceItemAt(to, withItemAt: from)
-                    } else {
-                        try fm.moveItem(at: from, to: to)
-                    }
+                    try FileOperations.rename(from, over: to)
                 } else if fm.fileExists(atPath: to.path) {
                     try fm.removeItem(at: to)
                 }

@@ -1,0 +1,308 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Crypto
+
+/// Encodes and decodes the atomic store file (`docs/atomic-format.md`).
+enum AtomicFormat {
+    static let magic = Data("OBJSTORE".utf8)
+    static let version: UInt16 = 1
+    static let headerSize = 24
+    static let checksumSize = 32
+
+    // MARK: Writing
+
+    static func encode(_ tables: RecordTables) throws -> Data {
+        var out = Writer()
+        out.bytes(magic)
+        out.fixed(version)
+        out.fixed(UInt16(0))       // flags
+        out.fixed(UInt32(0))       // reserved
+        out.fixed(UInt64(0))       // total length, patched below
+
+        let metadata = try PropertyListValue.binaryPropertyList(tables.metadata.values)
+        out.varint(UInt64(metadata.count))
+        out.bytes(metadata)
+
+        // Entity names referenced by tables, counters and relationship keys.
+        var names = Set(tables.tables.keys).union(tables.lastKey.keys)
+        for table in tables.tables.values {
+            for row in table.rows.values { for keys in row.relationships.values { for k in keys { names.insert(k.entity) } } }
+        }
+        let nameList = names.sorted()
+        let index = Dictionary(uniqueKeysWithValues: nameList.enumerated().map { ($1, UInt64($0)) })
+        out.varint(UInt64(nameList.count))
+        for name in nameList { out.string(name) }
+
+        out.varint(UInt64(tables.lastKey.count))
+        for (root, last) in tables.lastKey.sorted(by: { $0.key < $1.key }) {
+            out.varint(index[root]!)
+            out.signed(last)
+        }
+
+        let entities = tables.tables.keys.sorted().filter { !(tables.tables[$0]!.order.isEmpty) }
+        out.varint(UInt64(entities.count))
+        for entity in entities {
+            let table = tables.tables[entity]!
+            let rows = table.order.map { table.rows[$0]! }
+            let columns = Set(rows.flatMap(\.attributes.keys)).sorted()
+            let relationships = Set(rows.flatMap(\.relationships.keys)).sorted()
+            out.varint(index[entity]!)
+            out.varint(UInt64(columns.count))
+            for column in columns { out.string(column) }
+            out.varint(UInt64(relationships.count))
+            for relationship in relationships { out.string(relationship) }
+            out.varint(UInt64(rows.count))
+            for (pk, row) in zip(table.order, rows) {
+                out.signed(pk)
+                out.signed(row.version)
+                for column in columns { out.value(row.attributes[column]) }
+                for relationship in relationships {
+                    let keys = row.relationships[relationship]
+                    guard let keys else { out.varint(0); continue }
+                    out.varint(UInt64(keys.count) + 1)
+                    for key in keys {
+                        out.varint(index[key.entity]!)
+                        out.signed(key.primaryKey)
+                    }
+                }
+            }
+        }
+        var data = out.data
+        let total = UInt64(data.count + checksumSize)
+        withUnsafeBytes(of: total.littleEndian) { data.replaceSubrange(16..<24, with: $0) }
+        data.append(Data(SHA256.hash(data: data)))
+        return data
+    }
+
+    // MARK: Reading
+
+    /// Checks the header, length and checksum; returns a reader positioned after the header.
+    static func verify(_ data: Data, file: String) throws -> Reader {
+        var reader = Reader(data: data, file: file)
+        guard data.count >= magic.count, data.prefix(magic.count) == magic else {
+            throw reader.corrupt("not an ObjectStore atomic store (wrong magic)", at: 0)
+        }
+        guard data.count >= headerSize + checksumSize else {
+            throw reader.corrupt("truncated: \(data.count) bytes is shorter than the header and checksum", at: data.count)
+        }
+        reader.offset = magic.count
+        let version: UInt16 = try reader.fixed()
+        guard version == Self.version else {
+            throw reader.corrupt("unknown format version \(version) (this library reads \(Self.version))", at: 8)
+        }
+        let _: UInt16 = try reader.fixed()
+        let _: UInt32 = try reader.fixed()
+        let total: UInt64 = try reader.fixed()
+        guard total == UInt64(data.count) else {
+            throw reader.corrupt(total > UInt64(data.count) ? "truncated: the header says \(total) bytes, the file has \(data.count)"
+                                                            : "the header says \(total) bytes, the file has \(data.count)", at: 16)
+        }
+        let body = data.prefix(data.count - checksumSize)
+        let stored = data.suffix(checksumSize)
+        guard Data(SHA256.hash(data: body)) == stored else {
+            throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: data.count - checksumSize)
+        }
+        reader.end = data.count - checksumSize
+        return reader
+    }
+
+    static func readMetadata(_ reader: inout Reader) throws -> StoreMetadata {
+        let start = reader.offset
+        let length = try reader.length()
+        let bytes = try reader.bytes(length)
+        guard let values = PropertyListValue.decodeDictionary(bytes) else {
+            throw reader.corrupt("the metadata is not a property list dictionary", at: start)
+        }
+        return StoreMetadata(values)
+    }
+
+    static func decode(_ data: Data, file: String) throws -> RecordTables {
+        var reader = try verify(data, file: file)
+        var tables = RecordTables(metadata: try readMetadata(&reader))
+        let nameCount = try reader.count()
+        var names: [String] = []
+        for _ in 0..<nameCount { names.append(try reader.string()) }
+        func name(_ reader: inout Reader) throws -> String {
+            let at = reader.offset
+            let i = try reader.varint()
+            guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
+            return names[Int(i)]
+        }
+        for _ in 0..<(try reader.count()) {
+            let root = try name(&reader)
+            tables.lastKey[root] = try reader.signed()
+        }
+        for _ in 0..<(try reader.count()) {
+            let entity = try name(&reader)
+            var columns: [String] = []
+            for _ in 0..<(try reader.count()) { columns.append(try reader.string()) }
+            var relationships: [String] = []
+            for _ in 0..<(try reader.count()) { relationships.append(try reader.string()) }
+            let rowCount = try reader.count()
+            var table = RecordTable()
+            for _ in 0..<rowCount {
+                let at = reader.offset
+                let pk = try reader.signed()
+                var row = StoredRow(version: try reader.signed(), attributes: [:], relationships: [:])
+                for column in columns { if let v = try reader.value() { row.attributes[column] = v } }
+                for relationship in relationships {
+                    let n = try reader.count()
+                    guard n > 0 else { continue }
+                    var keys: [ObjectKey] = []
+                    for _ in 0..<(n - 1) { keys.append(ObjectKey(try name(&reader), try reader.signed())) }
+                    row.relationships[relationship] = keys
+                }
+                guard table.rows[pk] == nil else { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: at) }
+                table.insert(pk, row)
+            }
+            tables.setTable(table, for: entity)
+        }
+        guard reader.offset == reader.end else {
+            throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after the last table", at: reader.offset)
+        }
+        return tables
+    }
+}
+
+/// Little-endian, varint-based writer.
+struct Writer {
+    var data = Data()
+
+    mutating func bytes(_ bytes: Data) { data.append(bytes) }
+    mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+    mutating func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 { data.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }
+        data.append(UInt8(v))
+    }
+    mutating func signed(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
+    mutating func string(_ s: String) { let u = Data(s.utf8); varint(UInt64(u.count)); data.append(u) }
+
+    mutating func value(_ value: Value?) {
+        guard let value else { data.append(0); return }
+        switch value {
+        case .integer(let v): data.append(1); signed(v)
+        case .double(let v): data.append(2); fixed(v.bitPattern)
+        case .decimal(let v): data.append(3); string(v.description)
+        case .string(let v): data.append(4); string(v)
+        case .boolean(let v): data.append(v ? 6 : 5)
+        case .date(let v): data.append(7); fixed(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let v): data.append(8); varint(UInt64(v.count)); data.append(v)
+        case .uuid(let v): data.append(9); withUnsafeBytes(of: v.uuid) { data.append(contentsOf: $0) }
+        case .uri(let v): data.append(10); string(v.absoluteString)
+        }
+    }
+}
+
+/// A bounds-checked reader: every length and count is checked against the
+/// bytes that remain, so no allocation is sized by an unchecked number.
+struct Reader {
+    let data: Data
+    let file: String
+    var offset = 0
+    var end: Int
+
+    init(data: Data, file: String) {
+        self.data = data
+        self.file = file
+        self.end = data.count
+    }
+
+    func corrupt(_ message: String, at offset: Int) -> StoreError {
+        StoreError(.corrupt, "\(message) (at byte offset \(offset))", url: URL(filePath: file))
+    }
+
+    private func need(_ n: Int) throws {
+        guard n >= 0, n <= end - offset else {
+            throw corrupt("truncated: \(n) bytes needed, \(end - offset) left", at: offset)
+        }
+    }
+
+    mutating func byte() throws -> UInt8 {
+        try need(1)
+        defer { offset += 1 }
+        return data[data.startIndex + offset]
+    }
+
+    mutating func bytes(_ n: Int) throws -> Data {
+        try need(n)
+        defer { offset += n }
+        return data.subdata(in: (data.startIndex + offset)..<(data.startIndex + offset + n))
+    }
+
+    mutating func fixed<T: FixedWidthInteger>() throws -> T {
+        let raw = try bytes(MemoryLayout<T>.size)
+        var v: T = 0
+        for (i, b) in raw.enumerated() { v |= T(b) << (8 * i) }
+        return v
+    }
+
+    mutating func varint() throws -> UInt64 {
+        let start = offset
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            if shift == 63 && b > 1 { throw corrupt("varint overflows 64 bits", at: start) }
+            result |= UInt64(b & 0x7f) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw corrupt("varint longer than 10 bytes", at: start) }
+        }
+    }
+
+    mutating func signed() throws -> Int64 {
+        let v = try varint()
+        return Int64(bitPattern: (v >> 1) ^ (0 &- (v & 1)))
+    }
+
+    /// A byte length: at most what remains.
+    mutating func length() throws -> Int {
+        let at = offset
+        let v = try varint()
+        guard v <= UInt64(end - offset) else { throw corrupt("length \(v) runs past the end of the data", at: at) }
+        return Int(v)
+    }
+
+    /// An element count: each element takes at least one byte, so at most what remains.
+    mutating func count() throws -> Int {
+        let at = offset
+        let v = try varint()
+        guard v <= UInt64(end - offset) + 1 else { throw corrupt("count \(v) is larger than the data could hold", at: at) }
+        return Int(v)
+    }
+
+    mutating func string() throws -> String {
+        let at = offset
+        let raw = try bytes(try length())
+        guard let s = String(data: raw, encoding: .utf8) else { throw corrupt("a string is not valid UTF-8", at: at) }
+        return s
+    }
+
+    mutating func value() throws -> Value? {
+        let at = offset
+        switch try byte() {
+        case 0: return nil
+        case 1: return .integer(try signed())
+        case 2: return .double(Double(bitPattern: try fixed()))
+        case 3:
+            let text = try string()
+            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("bad decimal \(text)", at: at) }
+            return .decimal(d)
+        case 4: return .string(try string())
+        case 5: return .boolean(false)
+        case 6: return .boolean(true)
+        case 7: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed())))
+        case 8: return .data(try bytes(try length()))
+        case 9:
+            let raw = try bytes(16)
+            return .uuid(raw.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+        case 10:
+            let text = try string()
+            guard let url = URL(string: text) else { throw corrupt("bad URI \(text)", at: at) }
+            return .uri(url)
+        case let tag: throw corrupt("unknown value tag \(tag)", at: at)
+        }
+    }
+}

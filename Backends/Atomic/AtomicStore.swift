@@ -1,0 +1,139 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Synchronization
+
+/// A store kept whole in one binary file: read completely at open, written
+/// completely and atomically at every save (`docs/atomic-format.md`).
+///
+/// A save writes a temporary file beside the store, fsyncs it, renames it over
+/// the store and fsyncs the directory: a crash at any point leaves the old file
+/// or the new one, never a torn one. For small documents.
+///
+/// Primary keys are handed out from memory and recorded in the file with the
+/// next save; every key a saved object has ever used is below the recorded
+/// counter, so no stored key is ever reused.
+public final class AtomicStore: PersistentStore {
+    /// The registered type name, `atomic`.
+    public static let typeName = "atomic"
+
+    /// Registers the `atomic` store type (with `registry`, the shared one by default).
+    public static func register(in registry: StoreTypeRegistry = .shared) {
+        registry.register(AtomicStoreType())
+    }
+
+    public var storeType: String { Self.typeName }
+    public var url: URL? { fileURL }
+    public let identifier: UUID
+    public let model: ManagedObjectModel
+    public let isReadOnly: Bool
+
+    let fileURL: URL
+    let fileSystem: any AtomicFileSystem
+    private let state: Mutex<RecordTables?>
+    /// Whether keys were handed out since the file was last written.
+    private let countersChanged = Mutex(false)
+
+    init(url: URL, model: ManagedObjectModel, options: StoreOptions, fileSystem: any AtomicFileSystem) throws {
+        self.fileURL = url
+        self.model = model
+        self.isReadOnly = options.readOnly
+        self.fileSystem = fileSystem
+        var tables: RecordTables
+        if FileManager.default.fileExists(atPath: url.path) {
+            tables = try AtomicStoreType.load(url)
+            let compatibility = tables.metadata.compatibility(with: model)
+            guard compatibility.isCompatible else {
+                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                 url: url, compatibility: compatibility)
+            }
+        } else {
+            guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no atomic store", url: url) }
+            tables = RecordTables(metadata: try StoreMetadata(storeType: Self.typeName, model: model))
+            try AtomicStoreType.write(tables, to: url, fileSystem: fileSystem)
+        }
+        identifier = tables.metadata.storeUUID ?? UUID()
+        state = Mutex(tables)
+    }
+
+    public func metadata() throws -> StoreMetadata { try read { $0.metadata } }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        try write { $0.metadata = metadata }
+    }
+
+    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        try read { $0 }.fetch(request, model: model)
+    }
+
+    public func count(_ request: FetchRequest) throws -> Int {
+        try read { $0 }.count(request, model: model)
+    }
+
+    public func record(for key: ObjectKey) throws -> ObjectRecord? {
+        try read { $0.record(for: key, model: model) }
+    }
+
+    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
+        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
+    }
+
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+    }
+
+    public func save(_ changes: ChangeSet) throws {
+        try write { tables in
+            try tables.validate(changes, model: model, storeID: identifier)
+            tables.apply(changes, model: model)
+        }
+    }
+
+    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
+        try checkWritable()
+        return try state.withLock { tables in
+            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            let range = try tables!.allocatePrimaryKeys(entity: entity, count: count, model: model)
+            countersChanged.withLock { $0 = true }
+            return range
+        }
+    }
+
+    public func bulkInsert(_ records: [ObjectRecord]) throws {
+        try save(ChangeSet(inserted: records))
+    }
+
+    /// Closes the store, first recording key counters that moved since the last save.
+    public func close() throws {
+        try state.withLock { tables in
+            if let current = tables, !isReadOnly, countersChanged.withLock({ $0 }) {
+                try AtomicStoreType.write(current, to: fileURL, fileSystem: fileSystem)
+            }
+            tables = nil
+        }
+    }
+
+    private func read<T>(_ body: (RecordTables) throws -> T) throws -> T {
+        try state.withLock { tables in
+            guard let tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            return try body(tables)
+        }
+    }
+
+    private func checkWritable() throws {
+        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: fileURL) }
+    }
+
+    /// Applies `body` to a copy, writes the copy to disk, and only then keeps it.
+    private func write<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+        try checkWritable()
+        return try state.withLock { tables in
+            guard var copy = tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            let result = try body(&copy)
+            try AtomicStoreType.write(copy, to: fileURL, fileSystem: fileSystem)
+            tables = copy
+            countersChanged.withLock { $0 = false }
+            return result
+        }
+    }
+}
