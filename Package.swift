@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
@@ -26,6 +27,10 @@ let package = Package(
         .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore"], path: "Backends/InMemory"),
+        .systemLibrary(
+            name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
         .target(
             name: "AtomicStore",
             dependencies: ["ObjectModel", "ObjectStore", .product(name: "Crypto", package: "swift-crypto")],
@@ -34,7 +39,7 @@ let package = Package(
         .executableTarget(
             name: "objectstore",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore",
+                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -53,6 +58,10 @@ let package = Package(
                 "ObjectModel", "ObjectStore", "AtomicStore", "ObjectStoreTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        .testTarget(
+            name: "SQLiteStoreTests",
+            dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting"]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore"]),
     ],

@@ -1,0 +1,184 @@
+import CSQLite
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// One connection to a SQLite database: statements, bindings, transactions.
+///
+/// Not `Sendable`: a connection lives inside its store's mutex. Every C result
+/// is checked where the call is made.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var cache: [String: OpaquePointer] = [:]
+
+    /// Opens `path`; nothing is created unless `create` is set.
+    init(path: String, readOnly: Bool, create: Bool) throws {
+        var db: OpaquePointer?
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw StoreError(.io, "cannot open the database: \(message) (SQLite code \(rc))", url: URL(filePath: path))
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit { close() }
+
+    private var closed = false
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        for statement in cache.values { sqlite3_finalize(statement) }
+        cache = [:]
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, _ what: String) -> StoreError {
+        let message = String(cString: sqlite3_errmsg(handle))
+        let primary = rc & 0xff
+        let code: StoreError.Code = switch primary {
+        case SQLITE_CORRUPT, SQLITE_NOTADB: .corrupt
+        case SQLITE_READONLY: .readOnly
+        case SQLITE_CONSTRAINT: .invalidChange
+        default: .io
+        }
+        return StoreError(code, "\(what): \(message) (SQLite code \(rc))", url: URL(filePath: path))
+    }
+
+    /// Runs SQL without results (several statements allowed).
+    func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, "SQL failed") }
+    }
+
+    /// A cached prepared statement, reset and cleared of bindings.
+    func statement(_ sql: String) throws -> Statement {
+        if let cached = cache[sql] {
+            sqlite3_reset(cached)
+            sqlite3_clear_bindings(cached)
+            return Statement(handle: cached, connection: self)
+        }
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, "cannot prepare \(sql)") }
+        cache[sql] = raw
+        return Statement(handle: raw, connection: self)
+    }
+
+    /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+    func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Whether a table (or index) of that name exists.
+    func exists(_ name: String) throws -> Bool {
+        try !statement("SELECT 1 FROM sqlite_master WHERE name = ?1").rows([.text(name)]) { _ in 1 }.isEmpty
+    }
+}
+
+/// A SQL value for binding and reading.
+enum SQLValue: Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// A prepared statement borrowed from the connection's cache.
+struct Statement {
+    let handle: OpaquePointer
+    let connection: SQLiteConnection
+
+    func bind(_ index: Int32, _ value: SQLValue) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
+        case .real(let v): rc = sqlite3_bind_double(handle, index, v)
+        case .text(let v):
+            rc = v.utf8CString.withUnsafeBufferPointer { buffer in
+                sqlite3_bind_text(handle, index, buffer.baseAddress, Int32(buffer.count - 1), objectstore_sqlite_transient())
+            }
+        case .blob(let v):
+            rc = v.withUnsafeBytes { bytes in
+                // A zero-length blob still needs a non-null pointer to be a blob, not NULL.
+                sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
+                                  objectstore_sqlite_transient())
+            }
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index)") }
+    }
+
+    /// Resets the statement and binds `values` to ?1, ?2, …
+    func bind(_ values: [SQLValue]) throws {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (i, v) in values.enumerated() { try bind(Int32(i + 1), v) }
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    @discardableResult
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(rc, "cannot run \(String(cString: sqlite3_sql(handle)))")
+        }
+    }
+
+    /// Runs to the end, ignoring rows.
+    func run(_ values: [SQLValue] = []) throws {
+        defer { sqlite3_reset(handle) }
+        try bind(values)
+        while try step() {}
+    }
+
+    func column(_ index: Int32) -> SQLValue {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard let pointer = sqlite3_column_text(handle, index) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard count > 0, let pointer = sqlite3_column_blob(handle, index) else { return .blob(Data()) }
+            return .blob(Data(bytes: pointer, count: count))
+        default: return .null
+        }
+    }
+
+    func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+    /// Every row, each mapped by `body`.
+    func rows<T>(_ values: [SQLValue] = [], _ body: (Statement) throws -> T) throws -> [T] {
+        // Reset at the end, so no statement keeps a read transaction open between calls.
+        defer { sqlite3_reset(handle) }
+        try bind(values)
+        var out: [T] = []
+        while try step() { out.append(try body(self)) }
+        return out
+    }
+}

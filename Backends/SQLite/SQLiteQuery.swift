@@ -1,0 +1,143 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// Translates predicates and sort descriptors to SQL where SQL gives exactly
+/// the answers ``PredicateEvaluator`` gives; what it cannot translate is left
+/// for Swift.
+///
+/// Translated: comparisons of an attribute of the fetched entity with a
+/// constant of its own kind (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`,
+/// nil tests), `BEGINSWITH`/`ENDSWITH`/`CONTAINS` without options, `AND`, `OR`,
+/// `NOT` over translated parts, and the constants. Everything else (key paths
+/// through relationships, `[c]`/`[d]`, `LIKE`, `MATCHES`, aggregates) is
+/// evaluated in Swift on the rows the translated conjuncts select.
+struct SQLiteQuery {
+    let entity: String
+    let schema: SQLiteSchema
+    let model: ManagedObjectModel
+
+    struct Plan {
+        var sql: String?
+        var arguments: [SQLValue] = []
+        var residual: ObjectPredicate?
+    }
+
+    func plan(_ predicate: ObjectPredicate?) -> Plan {
+        guard let predicate else { return Plan() }
+        var arguments: [SQLValue] = []
+        if let sql = translate(predicate, &arguments) { return Plan(sql: sql, arguments: arguments) }
+        // Push the translatable conjuncts of a top-level AND down; keep the rest.
+        guard case .and(let parts) = predicate else { return Plan(residual: predicate) }
+        var sqlParts: [String] = []
+        var rest: [ObjectPredicate] = []
+        arguments = []
+        for part in parts {
+            let mark = arguments.count
+            if let sql = translate(part, &arguments) {
+                sqlParts.append(sql)
+            } else {
+                arguments.removeSubrange(mark...)
+                rest.append(part)
+            }
+        }
+        return Plan(sql: sqlParts.isEmpty ? nil : sqlParts.joined(separator: " AND "), arguments: arguments,
+                    residual: rest.count == 1 ? rest[0] : .and(rest))
+    }
+
+    /// An ORDER BY clause, or nil when some key cannot be sorted by SQL the way Swift sorts.
+    func order(_ descriptors: [ObjectSortDescriptor]) -> String? {
+        var terms: [String] = []
+        for descriptor in descriptors {
+            guard let (column, type) = column(descriptor.keyPath) else { return nil }
+            switch type {
+            case .decimal, .double, .float, .transformable, .undefined, .objectID, .uri: return nil
+            default: break
+            }
+            terms.append("t.\(quote(column)) \(descriptor.ascending ? "ASC" : "DESC")")
+        }
+        terms.append("t.Z_PK")
+        return terms.joined(separator: ", ")
+    }
+
+    private func column(_ keyPath: String) -> (String, AttributeType)? {
+        guard !keyPath.contains("."), let attribute = model.entity(named: entity)?.attributesByName[keyPath], !attribute.isTransient,
+              let column = schema.entities[entity]?.attributes[keyPath] else { return nil }
+        return (column, attribute.type)
+    }
+
+    private func translate(_ predicate: ObjectPredicate, _ arguments: inout [SQLValue]) -> String? {
+        switch predicate {
+        case .constant(let v): return v ? "1" : "0"
+        case .not(let p):
+            guard let inner = translate(p, &arguments) else { return nil }
+            return "NOT (\(inner))"
+        case .and(let ps), .or(let ps):
+            if ps.isEmpty { if case .and = predicate { return "1" } else { return "0" } }
+            var parts: [String] = []
+            for p in ps {
+                guard let sql = translate(p, &arguments) else { return nil }
+                parts.append("(\(sql))")
+            }
+            if case .and = predicate { return parts.joined(separator: " AND ") }
+            return parts.joined(separator: " OR ")
+        case .comparison(let c):
+            return comparison(c, &arguments)
+        }
+    }
+
+    /// Whether SQL compares a stored value of `type` with `value` as Swift does.
+    private func fits(_ value: Value, _ type: AttributeType) -> Bool {
+        switch (type, value) {
+        case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer): return true
+        case (.integer16, .double(let d)), (.integer32, .double(let d)), (.integer64, .double(let d)): return d.isFinite
+        case (.double, .integer), (.float, .integer): return true
+        case (.double, .double(let d)), (.float, .double(let d)): return !d.isNaN
+        case (.string, .string), (.boolean, .boolean), (.date, .date), (.uuid, .uuid), (.binaryData, .data): return true
+        default: return false
+        }
+    }
+
+    private func comparison(_ c: Comparison, _ arguments: inout [SQLValue]) -> String? {
+        guard c.quantifier == .direct, c.options.isEmpty, case .keyPath(let path) = c.lhs,
+              let (name, type) = column(path) else { return nil }
+        let column = "t.\(quote(name))"
+        func bind(_ value: Value) -> String {
+            arguments.append(SQLiteValues.sql(value))
+            return "?\(arguments.count)"
+        }
+        // NaN is stored as text; keep it out of ordering comparisons, where SQL would sort it after numbers.
+        let numeric = (type == .double || type == .float) ? " AND typeof(\(column)) != 'text'" : ""
+        switch (c.op, c.rhs) {
+        case (.equal, .constant(nil)): return "\(column) IS NULL"
+        case (.notEqual, .constant(nil)): return "\(column) IS NOT NULL"
+        case (.equal, .constant(let v?)) where fits(v, type): return "\(column) = \(bind(v))\(numeric)"
+        case (.notEqual, .constant(let v?)) where fits(v, type): return "NOT (\(column) IS \(bind(v))\(numeric))"
+        case (.lessThan, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) < \(bind(v))\(numeric)"
+        case (.lessThanOrEqual, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) <= \(bind(v))\(numeric)"
+        case (.greaterThan, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) > \(bind(v))\(numeric)"
+        case (.greaterThanOrEqual, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) >= \(bind(v))\(numeric)"
+        case (.in, .list(let items)):
+            var values: [Value] = []
+            for item in items {
+                guard case .constant(let v?) = item, fits(v, type) else { return nil }
+                values.append(v)
+            }
+            if values.isEmpty { return "0" }
+            return "\(column) IN (\(values.map(bind).joined(separator: ", ")))\(numeric)"
+        case (.between, .list(let bounds)) where bounds.count == 2 && type != .boolean:
+            guard case .constant(let low?) = bounds[0], case .constant(let high?) = bounds[1], fits(low, type), fits(high, type) else { return nil }
+            return "\(column) BETWEEN \(bind(low)) AND \(bind(high))\(numeric)"
+        case (.beginsWith, .constant(.string(let s)?)) where type == .string:
+            if s.isEmpty { return "\(column) IS NOT NULL" }
+            return "substr(\(column), 1, length(\(bind(.string(s))))) = ?\(arguments.count)"
+        case (.endsWith, .constant(.string(let s)?)) where type == .string:
+            if s.isEmpty { return "\(column) IS NOT NULL" }
+            return "(length(\(column)) >= length(\(bind(.string(s)))) AND substr(\(column), -length(?\(arguments.count))) = ?\(arguments.count))"
+        case (.contains, .constant(.string(let s)?)) where type == .string:
+            return "instr(\(column), \(bind(.string(s)))) > 0"
+        default:
+            return nil
+        }
+    }
+}

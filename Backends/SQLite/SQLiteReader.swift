@@ -1,0 +1,158 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// Reads records through a connection, for one store. Lives inside the store's mutex.
+final class SQLiteReader {
+    let connection: SQLiteConnection
+    let schema: SQLiteSchema
+    let model: ManagedObjectModel
+    /// The SELECT list of each table: its columns, in schema order.
+    private var selectLists: [String: (sql: String, index: [String: Int32])] = [:]
+
+    init(connection: SQLiteConnection, schema: SQLiteSchema, model: ManagedObjectModel) {
+        self.connection = connection
+        self.schema = schema
+        self.model = model
+        for table in schema.tables.values where !table.name.hasPrefix("Z_") {
+            let names = table.columns.map(\.name)
+            selectLists[table.name] = (names.map { "t." + quote($0) }.joined(separator: ", "),
+                                       Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, Int32($0)) }))
+        }
+    }
+
+    func entity(_ name: String) throws -> SQLiteSchema.Entity {
+        guard let entity = schema.entities[name] else { throw StoreError(.invalidFetch, "no entity named \(name)") }
+        return entity
+    }
+
+    /// Decodes the current row of a `SELECT <select list> FROM <table> t`.
+    private func decode(_ row: Statement, table: String) -> ObjectRecord? {
+        let index = selectLists[table]!.index
+        let number = Int(row.int64(1))
+        guard let name = schema.byNumber[number], let mapping = schema.entities[name],
+              let description = model.entity(named: name) else { return nil }
+        var record = ObjectRecord(key: ObjectKey(name, row.int64(0)), version: row.int64(2))
+        for (attribute, column) in mapping.attributes {
+            guard let type = description.attributesByName[attribute]?.type,
+                  let value = SQLiteValues.value(row.column(index[column]!), as: type) else { continue }
+            record.attributes[attribute] = value
+        }
+        for (relationship, columns) in mapping.toOne {
+            guard case .integer(let pk) = row.column(index[columns.key]!),
+                  let destination = description.relationshipsByName[relationship]?.destination else { continue }
+            var target = destination
+            if let entityColumn = columns.entity, case .integer(let n) = row.column(index[entityColumn]!),
+               let actual = schema.byNumber[Int(n)] {
+                target = actual
+            }
+            record.toOne[relationship] = ObjectKey(target, pk)
+        }
+        return record
+    }
+
+    /// Records of a table matching an SQL condition (on alias `t`), in the given order and window.
+    func records(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
+                 order: String = "t.Z_PK", limit: Int? = nil, offset: Int = 0) throws -> [ObjectRecord] {
+        var sql = "SELECT \(selectLists[table]!.sql) FROM \(quote(table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+        if let condition { sql += " AND (\(condition))" }
+        sql += " ORDER BY \(order)"
+        if limit != nil || offset > 0 { sql += " LIMIT \(limit ?? -1) OFFSET \(offset)" }
+        return try connection.statement(sql).rows(arguments) { decode($0, table: table) }.compactMap { $0 }
+    }
+
+    func record(for key: ObjectKey) throws -> ObjectRecord? {
+        guard let entity = schema.entities[key.entity] else { return nil }
+        return try records(table: entity.table, kinds: [entity.number], condition: "t.Z_PK = ?1", arguments: [.integer(key.primaryKey)]).first
+    }
+
+    func exists(_ pk: Int64, table: String, kinds: [Int]) throws -> Bool {
+        try !connection.statement("SELECT 1 FROM \(quote(table)) WHERE Z_PK = ?1 AND Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))")
+            .rows([.integer(pk)]) { _ in 1 }.isEmpty
+    }
+
+    func relatedKeys(of key: ObjectKey, relationship name: String) throws -> [ObjectKey] {
+        let entity = try self.entity(key.entity)
+        guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name] else {
+            throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(name)")
+        }
+        if !relationship.isToMany {
+            return try record(for: key)?.toOne[name].map { [$0] } ?? []
+        }
+        guard let storage = entity.toMany[name] else { return [] }
+        let rows: [(Int64, Int64)]
+        switch storage {
+        case .inverseForeignKey(let table, let column, let order), .hiddenForeignKey(let table, let column, let order):
+            let sql = "SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { quote($0) + ", " } ?? "")Z_PK"
+            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
+        case .join(let table, let own, let other, let order, _, let otherTable):
+            let sql = "SELECT j.\(quote(other)), t.Z_ENT FROM \(quote(table)) j JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) "
+                + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j." + quote($0) + ", " } ?? "")j.\(quote(other))"
+            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
+        }
+        let keys = rows.compactMap { pk, number in schema.byNumber[Int(number)].map { ObjectKey($0, pk) } }
+        return relationship.isOrdered ? keys : keys.sorted()
+    }
+
+    func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        let entity = try self.entity(name)
+        return try records(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",
+                           arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
+    }
+
+    // MARK: Fetch
+
+    func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        let entity = try self.entity(request.entityName)
+        let kinds = request.includesSubentities ? entity.kinds : [entity.number]
+        let plan = SQLiteQuery(entity: request.entityName, schema: schema, model: model).plan(request.predicate)
+        let order = SQLiteQuery(entity: request.entityName, schema: schema, model: model).order(request.sortDescriptors)
+        if plan.residual == nil, let order {
+            return try records(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments,
+                               order: order, limit: request.fetchLimit, offset: max(0, request.fetchOffset))
+        }
+        // Narrow with SQL, then finish in Swift with the shared semantics.
+        var subjects = try records(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments)
+            .map { SQLiteSubject(record: $0, reader: self) }
+        if let residual = plan.residual {
+            subjects = try subjects.filter { try PredicateEvaluator.evaluate(residual, on: $0) }
+        }
+        try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.record.key.primaryKey < $1.record.key.primaryKey }
+        return subjects.dropFirst(max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map(\.record)
+    }
+
+    func count(_ request: FetchRequest) throws -> Int {
+        let entity = try self.entity(request.entityName)
+        let kinds = request.includesSubentities ? entity.kinds : [entity.number]
+        let plan = SQLiteQuery(entity: request.entityName, schema: schema, model: model).plan(request.predicate)
+        guard plan.residual == nil else {
+            var unsorted = request
+            unsorted.sortDescriptors = []
+            return try fetch(unsorted).count
+        }
+        var sql = "SELECT COUNT(*) FROM \(quote(entity.table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+        if let condition = plan.sql { sql += " AND (\(condition))" }
+        let total = Int(try connection.statement(sql).rows(plan.arguments) { $0.int64(0) }.first ?? 0)
+        return min(max(0, total - max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
+    }
+}
+
+/// A SQLite record as predicates see it; relationships are read on demand.
+struct SQLiteSubject: PredicateSubject {
+    let record: ObjectRecord
+    let reader: SQLiteReader
+
+    var identity: Value { .string(record.key.description) }
+
+    func resolve(_ key: String) -> ResolvedKey? {
+        guard let entity = reader.model.entity(named: record.key.entity) else { return nil }
+        if entity.attributesByName[key] != nil { return .value(record.attributes[key]) }
+        guard let relationship = entity.relationshipsByName[key] else { return nil }
+        if relationship.isToMany {
+            let keys = (try? reader.relatedKeys(of: record.key, relationship: key)) ?? []
+            return .objects(keys.compactMap { (try? reader.record(for: $0)) ?? nil }.map { SQLiteSubject(record: $0, reader: reader) })
+        }
+        let target = record.toOne[key].flatMap { (try? reader.record(for: $0)) ?? nil }
+        return .object(target.map { SQLiteSubject(record: $0, reader: reader) })
+    }
+}

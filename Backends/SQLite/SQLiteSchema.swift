@@ -1,0 +1,215 @@
+import Foundation
+import ObjectModel
+
+/// Core Data's table layout for a model (`shared/specs/sqlite-layout.md`):
+/// entity numbers, one table per inheritance root, `Z`-prefixed columns,
+/// foreign keys, order columns and join tables.
+struct SQLiteSchema {
+    /// Where a to-many relationship's members are found.
+    enum ToMany {
+        /// Rows of the destination's table whose foreign key (the inverse to-one) points here.
+        case inverseForeignKey(table: String, column: String, order: String?)
+        /// A hidden foreign-key column on the destination's table (a to-many with no inverse).
+        case hiddenForeignKey(table: String, column: String, order: String?)
+        /// A join table: rows pairing this object (`own`) with a member (`other`).
+        case join(table: String, own: String, other: String, order: String?, otherOrder: String?, otherTable: String)
+    }
+
+    struct Entity {
+        let name: String
+        let number: Int
+        let superNumber: Int
+        let table: String
+        /// This entity's number and its descendants'.
+        let kinds: [Int]
+        /// Attribute name to column.
+        let attributes: [String: String]
+        /// To-one relationship name to its foreign-key column and, when the
+        /// destination has sub-entities, the column holding the target's Z_ENT.
+        let toOne: [String: (key: String, entity: String?)]
+        let toMany: [String: ToMany]
+    }
+
+    struct Table {
+        let name: String
+        var columns: [(name: String, type: String)]
+        var indexes: [(name: String, columns: [String])]
+    }
+
+    let entities: [String: Entity]
+    let byNumber: [Int: String]
+    let tables: [String: Table]
+    /// Entity names in entity-number order.
+    let ordered: [String]
+
+    static func sqlType(_ type: AttributeType) -> String {
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean: "INTEGER"
+        case .double, .float: "FLOAT"
+        // Declared with TEXT in the name so the column has TEXT affinity and keeps the exact
+        // decimal; a plain DECIMAL column has NUMERIC affinity and rounds long decimals to a double.
+        case .decimal: "DECIMAL TEXT"
+        case .date: "TIMESTAMP"
+        case .string, .uri: "VARCHAR"
+        default: "BLOB"
+        }
+    }
+
+    init(model: ManagedObjectModel) {
+        // Entity numbers: roots by name, each followed by its sub-tree depth-first, siblings by name.
+        var ordered: [String] = []
+        func visit(_ name: String) {
+            ordered.append(name)
+            for child in model.entity(named: name)!.subentities { visit(child) }
+        }
+        for root in model.entityDescriptions where root.parent == nil { visit(root.name) }
+        let number = Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1, $0 + 1) })
+
+        var tables: [String: Table] = [:]
+        var attributeColumns: [String: [String: String]] = [:]
+        var toOneColumns: [String: [String: (key: String, entity: String?)]] = [:]
+        func tableName(_ entity: String) -> String { "Z" + model.entity(named: entity)!.rootName.uppercased() }
+        func addColumn(_ table: String, _ base: String, _ type: String) -> String {
+            var name = base
+            var suffix = 1
+            while tables[table]!.columns.contains(where: { $0.name == name }) { name = base + String(suffix); suffix += 1 }
+            tables[table]!.columns.append((name, type))
+            return name
+        }
+        for name in ordered where model.entity(named: name)!.parent == nil {
+            tables[tableName(name)] = Table(name: tableName(name), columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")], indexes: [])
+        }
+        // Own stored attributes and to-one columns, in entity-number order; inherited ones reuse the parent's.
+        for name in ordered {
+            let entity = model.entity(named: name)!
+            let table = tableName(name)
+            var attributes = entity.parent.flatMap { attributeColumns[$0] } ?? [:]
+            var toOne = entity.parent.flatMap { toOneColumns[$0] } ?? [:]
+            for attribute in entity.declaration.attributes where !attribute.isTransient {
+                attributes[attribute.name] = addColumn(table, "Z" + attribute.name.uppercased(), Self.sqlType(attribute.type))
+            }
+            for relationship in entity.declaration.relationships where !relationship.isTransient && !relationship.isToMany {
+                let key = addColumn(table, "Z" + relationship.name.uppercased(), "INTEGER")
+                tables[table]!.indexes.append(("\(table)_\(key)_INDEX", [key]))
+                var entityColumn: String?
+                if let destination = model.entity(named: relationship.destination), !destination.subentities.isEmpty {
+                    entityColumn = addColumn(table, "Z\(number[relationship.destination]!)_\(relationship.name.uppercased())", "INTEGER")
+                }
+                toOne[relationship.name] = (key, entityColumn)
+            }
+            attributeColumns[name] = attributes
+            toOneColumns[name] = toOne
+        }
+        // To-many storage.
+        var toManyStorage: [String: [String: ToMany]] = [:]
+        for name in ordered {
+            let entity = model.entity(named: name)!
+            var storage = entity.parent.flatMap { toManyStorage[$0] } ?? [:]
+            for relationship in entity.declaration.relationships where !relationship.isTransient && relationship.isToMany {
+                let destinationTable = tableName(relationship.destination)
+                let inverse = relationship.inverse.flatMap { model.entity(named: relationship.destination)?.relationshipsByName[$0] }
+                if let inverse, !inverse.isToMany {
+                    let key = toOneColumns[relationship.destination]?[inverse.name]?.key
+                        ?? "Z" + inverse.name.uppercased()
+                    var order: String?
+                    if relationship.isOrdered { order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER") }
+                    storage[relationship.name] = .inverseForeignKey(table: destinationTable, column: key, order: order)
+                } else if inverse == nil {
+                    let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER")
+                    tables[destinationTable]!.indexes.append(("\(destinationTable)_\(column)_INDEX", [column]))
+                    var order: String?
+                    if relationship.isOrdered { order = addColumn(destinationTable, "Z_FOK_\(number[name]!)\(relationship.name.uppercased())", "INTEGER") }
+                    storage[relationship.name] = .hiddenForeignKey(table: destinationTable, column: column, order: order)
+                }
+            }
+            toManyStorage[name] = storage
+        }
+        // Many-to-many join tables: one per pair, named by the side that sorts first.
+        for name in ordered {
+            let entity = model.entity(named: name)!
+            for relationship in entity.declaration.relationships where !relationship.isTransient && relationship.isToMany {
+                guard let inverse = relationship.inverse.flatMap({ model.entity(named: relationship.destination)?.relationshipsByName[$0] }),
+                      inverse.isToMany else { continue }
+                let declaring = Self.declaringEntity(of: inverse.name, from: relationship.destination, model: model)
+                let mine = (number[name]!, relationship.name)
+                let theirs = (number[declaring]!, inverse.name)
+                let owner = mine.0 < theirs.0 || (mine.0 == theirs.0 && mine.1 <= theirs.1)
+                guard owner else { continue }
+                let table = "Z_\(mine.0)\(relationship.name.uppercased())"
+                // Each column is named by the entity number of the rows it holds and the relationship that reaches them.
+                let ownColumn = "Z_\(mine.0)\(inverse.name.uppercased())"
+                var otherColumn = "Z_\(theirs.0)\(relationship.name.uppercased())"
+                if otherColumn == ownColumn { otherColumn += "1" }
+                var columns = [(ownColumn, "INTEGER"), (otherColumn, "INTEGER")]
+                let order: String? = relationship.isOrdered ? "Z_FOK_\(otherColumn.dropFirst(2))" : nil
+                let otherOrder: String? = inverse.isOrdered && relationship.name != inverse.name ? "Z_FOK_\(ownColumn.dropFirst(2))" : nil
+                if let order { columns.append((order, "INTEGER")) }
+                if let otherOrder { columns.append((otherOrder, "INTEGER")) }
+                tables[table] = Table(name: table, columns: columns, indexes: [("\(table)_\(otherColumn)_INDEX", [otherColumn, ownColumn])])
+                toManyStorage[name]![relationship.name] = .join(
+                    table: table, own: ownColumn, other: otherColumn, order: order, otherOrder: otherOrder, otherTable: tableName(relationship.destination))
+                if relationship.name != inverse.name || name != declaring {
+                    toManyStorage[declaring]![inverse.name] = .join(
+                        table: table, own: otherColumn, other: ownColumn, order: otherOrder, otherOrder: order, otherTable: tableName(name))
+                }
+            }
+        }
+        // Sub-entities inherit join storage declared on ancestors after their own pass.
+        for name in ordered {
+            let entity = model.entity(named: name)!
+            for ancestor in entity.ancestors.reversed() {
+                for (relationship, storage) in toManyStorage[ancestor] ?? [:] where toManyStorage[name]?[relationship] == nil {
+                    toManyStorage[name]![relationship] = storage
+                }
+            }
+        }
+        for (name, entity) in model.entityDescriptions.map({ ($0.name, $0) }) {
+            for index in entity.declaration.indexes {
+                let columns = index.elements.compactMap { attributeColumns[name]?[$0.property] ?? toOneColumns[name]?[$0.property]?.key }
+                guard !columns.isEmpty else { continue }
+                tables[tableName(name)]!.indexes.append(("Z_\(name)_\(index.name)", columns))
+            }
+        }
+        var entities: [String: Entity] = [:]
+        for name in ordered {
+            let description = model.entity(named: name)!
+            entities[name] = Entity(
+                name: name, number: number[name]!, superNumber: description.parent.map { number[$0]! } ?? 0,
+                table: tableName(name), kinds: description.kindNames.map { number[$0]! }.sorted(),
+                attributes: attributeColumns[name]!, toOne: toOneColumns[name]!, toMany: toManyStorage[name]!)
+        }
+        self.entities = entities
+        self.byNumber = Dictionary(uniqueKeysWithValues: number.map { ($1, $0) })
+        self.tables = tables
+        self.ordered = ordered
+    }
+
+    private static func declaringEntity(of relationship: String, from entity: String, model: ManagedObjectModel) -> String {
+        var current = model.entity(named: entity)!
+        while let parent = current.parent, let p = model.entity(named: parent), p.relationshipsByName[relationship] != nil { current = p }
+        return current.name
+    }
+
+    /// The statements that create the schema.
+    var createStatements: [String] {
+        var sql = [
+            "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
+            "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)",
+            "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)",
+        ]
+        for table in tables.values.sorted(by: { $0.name < $1.name }) {
+            let columns = table.columns.map { "\(quote($0.name)) \($0.type)" }
+            let primary = table.name.hasPrefix("Z_") ? ", PRIMARY KEY (\(quote(table.columns[0].name)), \(quote(table.columns[1].name)))" : ""
+            sql.append("CREATE TABLE \(quote(table.name)) (\(columns.joined(separator: ", "))\(primary))")
+            for index in table.indexes {
+                sql.append("CREATE INDEX \(quote(index.name)) ON \(quote(table.name)) (\(index.columns.map(quote).joined(separator: ", ")))")
+            }
+        }
+        return sql
+    }
+}
+
+/// Quotes an SQL identifier.
+func quote(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,172 @@
+import CSQLite
+import Foundation
+import ObjectModel
+import ObjectStore
+import Synchronization
+
+/// A store in a SQLite database through the system libsqlite3, laid out the
+/// way Core Data lays out its stores (`shared/specs/sqlite-layout.md`).
+///
+/// WAL journal mode by default (`StoreOptions.settings["journal_mode"]` picks
+/// another), synchronous NORMAL, a prepared-statement cache, one transaction
+/// per save. Predicates and sorts are translated to SQL where SQL gives the
+/// same answers as ``PredicateEvaluator``; the rest is evaluated in Swift on
+/// the rows SQL narrowed down.
+///
+/// ```swift
+/// SQLiteStore.register()
+/// try coordinator.addStore(type: "sqlite", at: URL(filePath: "app.sqlite"))
+/// ```
+public final class SQLiteStore: PersistentStore {
+    /// The registered type name, `sqlite`.
+    public static let typeName = "sqlite"
+    /// The `NSStoreType` Core Data writes for SQLite stores.
+    public static let coreDataStoreType = "SQLite"
+
+    /// Registers the `sqlite` store type (with `registry`, the shared one by default).
+    public static func register(in registry: StoreTypeRegistry = .shared) {
+        registry.register(SQLiteStoreType())
+    }
+
+    public var storeType: String { Self.typeName }
+    public let url: URL?
+    public let identifier: UUID
+    public let model: ManagedObjectModel
+    public let isReadOnly: Bool
+
+    let schema: SQLiteSchema
+    /// Guards ``reader``.
+    private let lock = Mutex(())
+    /// The connection and what reads through it. Not Sendable: it is only ever
+    /// touched inside `lock`, by one thread at a time, and never escapes a call.
+    nonisolated(unsafe) private var reader: SQLiteReader?
+
+    init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
+        self.url = url
+        self.model = model
+        self.isReadOnly = options.readOnly
+        let schema = SQLiteSchema(model: model)
+        self.schema = schema
+        let connection: SQLiteConnection
+        let metadata: StoreMetadata
+        if FileManager.default.fileExists(atPath: url.path) {
+            (connection, metadata) = try SQLiteStoreType.openExisting(url, readOnly: options.readOnly)
+            let compatibility = metadata.compatibility(with: model)
+            guard compatibility.isCompatible else {
+                connection.close()
+                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                 url: url, compatibility: compatibility)
+            }
+        } else {
+            guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no SQLite store", url: url) }
+            (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
+        }
+        if !options.readOnly { try connection.execute("PRAGMA synchronous = NORMAL") }
+        identifier = metadata.storeUUID ?? UUID()
+        reader = SQLiteReader(connection: connection, schema: schema, model: model)
+    }
+
+    private static func create(_ url: URL, schema: SQLiteSchema, model: ManagedObjectModel,
+                               options: StoreOptions) throws -> (SQLiteConnection, StoreMetadata) {
+        let connection = try SQLiteConnection(path: url.path, readOnly: false, create: true)
+        do {
+            let mode = options.settings["journal_mode"]?.uppercased() ?? "WAL"
+            guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"].contains(mode) else {
+                throw StoreError(.invalidChange, "unknown journal_mode \(mode)", url: url)
+            }
+            try connection.execute("PRAGMA journal_mode = \(mode)")
+            var metadata = try StoreMetadata(storeType: coreDataStoreType, model: model)
+            metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
+            try connection.transaction {
+                for sql in schema.createStatements { try connection.execute(sql) }
+                let insert = try connection.statement("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?1, ?2, ?3, 0)")
+                for name in schema.ordered {
+                    let entity = schema.entities[name]!
+                    try insert.run([.integer(Int64(entity.number)), .text(name), .integer(Int64(entity.superNumber))])
+                }
+                try SQLiteStoreType.writeMetadata(metadata, to: connection)
+            }
+            return (connection, metadata)
+        } catch {
+            connection.close()
+            try? SQLiteStoreType().destroy(at: url)
+            throw error
+        }
+    }
+
+    // MARK: Contract
+
+    public func metadata() throws -> StoreMetadata {
+        try withReader { try SQLiteStoreType.readMetadata(from: $0.connection, url: url!) }
+    }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        try checkWritable()
+        try withReader { reader in try reader.connection.transaction { try SQLiteStoreType.writeMetadata(metadata, to: reader.connection) } }
+    }
+
+    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        try withReader { try $0.fetch(request) }
+    }
+
+    public func count(_ request: FetchRequest) throws -> Int {
+        try withReader { try $0.count(request) }
+    }
+
+    public func record(for key: ObjectKey) throws -> ObjectRecord? {
+        try withReader { try $0.record(for: key) }
+    }
+
+    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
+        try withReader { try $0.relatedKeys(of: key, relationship: relationship) }
+    }
+
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try withReader { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
+    }
+
+    public func save(_ changes: ChangeSet) throws {
+        try checkWritable()
+        try withReader { reader in
+            try reader.connection.transaction { try SQLiteWriter(reader: reader, storeID: identifier).apply(changes) }
+        }
+    }
+
+    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
+        try checkWritable()
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidChange, "no entity named \(entity)") }
+        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
+        let root = Int64(schema.entities[description.rootName]!.number)
+        return try withReader { reader in
+            try reader.connection.transaction {
+                try reader.connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ?1 WHERE Z_ENT = ?2").run([.integer(Int64(count)), .integer(root)])
+                let rows = try reader.connection.statement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").rows([.integer(root)]) { $0.int64(0) }
+                guard let last = rows.first else { throw StoreError(.corrupt, "Z_PRIMARYKEY has no row for \(description.rootName)", url: url) }
+                return (last - Int64(count) + 1)...last
+            }
+        }
+    }
+
+    public func bulkInsert(_ records: [ObjectRecord]) throws {
+        try save(ChangeSet(inserted: records))
+    }
+
+    /// Closes the connection; the last connection to close folds the WAL into the main file.
+    public func close() throws {
+        lock.withLock { _ in
+            reader?.connection.close()
+            reader = nil
+        }
+    }
+
+    private func checkWritable() throws {
+        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
+    }
+
+    private func withReader<T>(_ body: (SQLiteReader) throws -> T) throws -> T {
+        try lock.withLock { _ in
+            guard let reader else { throw StoreError(.closed, "the store is closed", url: url) }
+            return try body(reader)
+        }
+    }
+}

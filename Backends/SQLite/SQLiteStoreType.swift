@@ -1,0 +1,115 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// The `sqlite` store type: the database file with its `-wal`, `-shm` and `-journal`.
+public struct SQLiteStoreType: StoreType {
+    /// Creates the type.
+    public init() {}
+
+    public var name: String { SQLiteStore.typeName }
+
+    /// The file, then `-wal`, `-shm` and `-journal`: one store, moved and removed together.
+    public func fileURLs(for url: URL) -> [URL] {
+        [url] + ["-wal", "-shm", "-journal"].map { url.deletingLastPathComponent().appending(path: url.lastPathComponent + $0) }
+    }
+
+    static let header = Data("SQLite format 3\0".utf8)
+
+    public func recognizes(header: Data) -> Bool { header.starts(with: Self.header) }
+
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        let (connection, metadata) = try Self.openExisting(url, readOnly: false)
+        connection.close()
+        return metadata
+    }
+
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        let (connection, _) = try Self.openExisting(url, readOnly: false)
+        defer { connection.close() }
+        try connection.transaction { try Self.writeMetadata(metadata, to: connection) }
+    }
+
+    public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
+        guard let url else { throw StoreError(.notFound, "a SQLite store needs a file URL (use the memory type for an anonymous store)") }
+        return try SQLiteStore(url: url, model: model, options: options)
+    }
+
+    /// Folds the WAL into the main file (`PRAGMA wal_checkpoint(TRUNCATE)`); closing removes the empty WAL.
+    public func checkpoint(at url: URL) throws {
+        guard FileManager.default.fileExists(atPath: url.path) else { throw StoreError(.notFound, "no SQLite store", url: url) }
+        let (connection, _) = try Self.openExisting(url, readOnly: false)
+        defer { connection.close() }
+        let rows = try connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
+        if rows.first == 1 { throw StoreError(.io, "the checkpoint could not finish: another connection is busy", url: url) }
+    }
+
+    // MARK: Shared helpers
+
+    /// Checks what can be checked before SQLite touches the file: the header and the length.
+    static func checkFile(_ url: URL) throws {
+        let attributes: [FileAttributeKey: Any]
+        do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
+            throw StoreError(.notFound, "no SQLite store", url: url)
+        }
+        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw StoreError(.io, "cannot read the file", url: url) }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 100)) ?? Data()
+        guard head.starts(with: header) else {
+            throw StoreError(.corrupt, "not a SQLite database (the first 16 bytes are not \"SQLite format 3\")", url: url)
+        }
+        guard head.count == 100 else { throw StoreError(.corrupt, "truncated: \(size) bytes is shorter than the 100-byte header", url: url) }
+        let raw = Int(head[16]) << 8 | Int(head[17])
+        let pageSize = raw == 1 ? 65_536 : raw
+        guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
+            throw StoreError(.corrupt, "the header's page size \(raw) is invalid", url: url)
+        }
+        guard size % pageSize == 0 else {
+            throw StoreError(.corrupt, "truncated: \(size) bytes is not a whole number of \(pageSize)-byte pages", url: url)
+        }
+        func u32(_ at: Int) -> Int { Int(head[at]) << 24 | Int(head[at + 1]) << 16 | Int(head[at + 2]) << 8 | Int(head[at + 3]) }
+        let pages = u32(28)
+        if u32(92) == u32(24), pages > 0, size < pages * pageSize {
+            throw StoreError(.corrupt, "truncated: the header says \(pages) pages, the file holds \(size / pageSize)", url: url)
+        }
+    }
+
+    /// Opens an existing store and reads its metadata. On failure nothing is left
+    /// behind: sidecar files SQLite created are removed and the file is unchanged.
+    static func openExisting(_ url: URL, readOnly: Bool) throws -> (SQLiteConnection, StoreMetadata) {
+        try checkFile(url)
+        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        let existed = Set(sidecars.filter { FileManager.default.fileExists(atPath: $0.path) })
+        let connection = try SQLiteConnection(path: url.path, readOnly: readOnly, create: false)
+        do {
+            guard try connection.exists("Z_METADATA") else {
+                throw StoreError(.corrupt, "a SQLite database, but not a store (no Z_METADATA table)", url: url)
+            }
+            return (connection, try readMetadata(from: connection, url: url))
+        } catch {
+            connection.close()
+            for file in sidecars where !existed.contains(file) { try? FileManager.default.removeItem(at: file) }
+            if let error = error as? StoreError { throw StoreError(error.code, error.message, url: url, cause: error) }
+            throw error
+        }
+    }
+
+    static func readMetadata(from connection: SQLiteConnection, url: URL) throws -> StoreMetadata {
+        let rows = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { $0.column(0) }
+        guard case .blob(let plist)? = rows.first else {
+            throw StoreError(.corrupt, "Z_METADATA holds no metadata", url: url)
+        }
+        guard let values = PropertyListValue.decodeDictionary(plist) else {
+            throw StoreError(.corrupt, "Z_METADATA's Z_PLIST is not a property list dictionary", url: url)
+        }
+        return StoreMetadata(values)
+    }
+
+    static func writeMetadata(_ metadata: StoreMetadata, to connection: SQLiteConnection) throws {
+        let plist = try PropertyListValue.binaryPropertyList(metadata.values)
+        try connection.statement("DELETE FROM Z_METADATA").run()
+        try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)")
+            .run([metadata.storeUUID.map { .text($0.uuidString) } ?? .null, .blob(plist)])
+    }
+}

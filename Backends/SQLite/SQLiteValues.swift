@@ -1,0 +1,50 @@
+import Foundation
+import ObjectModel
+
+/// How attribute values are stored in SQLite columns (`shared/specs/sqlite-layout.md`, "Values").
+enum SQLiteValues {
+    static func sql(_ value: Value?) -> SQLValue {
+        guard let value else { return .null }
+        switch value {
+        case .integer(let v): return .integer(v)
+        case .boolean(let v): return .integer(v ? 1 : 0)
+        // SQLite stores a bound NaN as NULL, so NaN is kept as text.
+        case .double(let v): return v.isNaN ? .text("NaN") : .real(v)
+        case .decimal(let v): return .text(v.description)
+        case .string(let v): return .text(v)
+        case .uri(let v): return .text(v.absoluteString)
+        case .date(let v): return .real(v.timeIntervalSinceReferenceDate)
+        case .data(let v): return .blob(v)
+        case .uuid(let v): return .blob(withUnsafeBytes(of: v.uuid) { Data($0) })
+        }
+    }
+
+    /// Reads a column as `type`, accepting the other storage classes Core Data might have used.
+    static func value(_ sql: SQLValue, as type: AttributeType) -> Value? {
+        switch (type, sql) {
+        case (_, .null): return nil
+        case (.integer16, .integer(let v)), (.integer32, .integer(let v)), (.integer64, .integer(let v)): return .integer(v)
+        case (.integer16, .real(let v)), (.integer32, .real(let v)), (.integer64, .real(let v)):
+            return Int64(exactly: v.rounded()).map(Value.integer)
+        case (.boolean, .integer(let v)): return .boolean(v != 0)
+        case (.boolean, .real(let v)): return .boolean(v != 0)
+        case (.double, .real(let v)), (.float, .real(let v)): return .double(v)
+        case (.double, .integer(let v)), (.float, .integer(let v)): return .double(Double(v))
+        case (.double, .text(let t)), (.float, .text(let t)): return ValueText.double(t).map(Value.double)
+        case (.decimal, .text(let t)): return Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal)
+        case (.decimal, .real(let v)): return .decimal(Decimal(v))
+        case (.decimal, .integer(let v)): return .decimal(Decimal(v))
+        case (.string, .text(let t)): return .string(t)
+        case (.string, .blob(let b)): return .string(String(decoding: b, as: UTF8.self))
+        case (.uri, .text(let t)): return URL(string: t).map(Value.uri)
+        case (.date, .real(let v)): return .date(Date(timeIntervalSinceReferenceDate: v))
+        case (.date, .integer(let v)): return .date(Date(timeIntervalSinceReferenceDate: Double(v)))
+        case (.binaryData, .blob(let b)), (.transformable, .blob(let b)): return .data(b)
+        case (.binaryData, .text(let t)), (.transformable, .text(let t)): return .data(Data(t.utf8))
+        case (.uuid, .blob(let b)) where b.count == 16:
+            return .uuid(b.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+        case (.uuid, .text(let t)): return UUID(uuidString: t).map(Value.uuid)
+        default: return nil
+        }
+    }
+}

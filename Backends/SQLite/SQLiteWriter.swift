@@ -1,0 +1,215 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// Applies one change set inside the caller's transaction; any error rolls it all back.
+struct SQLiteWriter {
+    let reader: SQLiteReader
+    let storeID: UUID
+    var connection: SQLiteConnection { reader.connection }
+    var schema: SQLiteSchema { reader.schema }
+    var model: ManagedObjectModel { reader.model }
+
+    func apply(_ changes: ChangeSet) throws {
+        for deletion in changes.deleted { try delete(deletion) }
+        var lastKeys: [Int: Int64] = [:]
+        for record in changes.inserted {
+            try insert(record)
+            let root = schema.entities[model.entity(named: record.key.entity)!.rootName]!.number
+            lastKeys[root] = max(lastKeys[root] ?? 0, record.key.primaryKey)
+        }
+        for update in changes.updated { try self.update(update) }
+        for record in changes.inserted {
+            for (name, members) in record.toMany { try writeToMany(record.key, name, members) }
+        }
+        for update in changes.updated {
+            for (name, members) in update.toMany { try writeToMany(update.key, name, members) }
+        }
+        let bump = try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2")
+        for (root, last) in lastKeys { try bump.run([.integer(last), .integer(Int64(root))]) }
+        try verifyTargets(changes)
+    }
+
+    private func description(_ key: ObjectKey, _ verb: String) throws -> (EntityDescription, SQLiteSchema.Entity) {
+        guard let description = model.entity(named: key.entity), let mapping = schema.entities[key.entity] else {
+            throw StoreError(.invalidChange, "cannot \(verb) \(key): no entity named \(key.entity)")
+        }
+        return (description, mapping)
+    }
+
+    private func conflictOrMissing(_ key: ObjectKey, expected: Int64?, verb: String, table: String, number: Int) throws -> Never {
+        let versions = try connection.statement("SELECT Z_OPT FROM \(quote(table)) WHERE Z_PK = ?1 AND Z_ENT = ?2")
+            .rows([.integer(key.primaryKey), .integer(Int64(number))]) { $0.int64(0) }
+        if let version = versions.first {
+            throw StoreError(.conflict, "\(key) was changed by someone else (version \(version), expected \(expected ?? 0))",
+                             objectID: ObjectID(store: storeID, key: key))
+        }
+        throw StoreError(.invalidChange, "cannot \(verb) \(key): it does not exist")
+    }
+
+    private func delete(_ deletion: ObjectDeletion) throws {
+        let (description, mapping) = try self.description(deletion.key, "delete")
+        var sql = "DELETE FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2"
+        var arguments: [SQLValue] = [.integer(deletion.key.primaryKey), .integer(Int64(mapping.number))]
+        if let expected = deletion.expectedVersion { sql += " AND Z_OPT = ?3"; arguments.append(.integer(expected)) }
+        try connection.statement(sql).run(arguments)
+        if connection.changes == 0 {
+            try conflictOrMissing(deletion.key, expected: deletion.expectedVersion, verb: "delete", table: mapping.table, number: mapping.number)
+        }
+        // References to the deleted object read as absent afterwards: clear foreign keys and join rows that point to it.
+        let root = description.rootName
+        for (name, entity) in schema.entities {
+            let declared = model.entity(named: name)!.declaration
+            for relationship in declared.relationships where !relationship.isTransient {
+                guard model.entity(named: relationship.destination)?.rootName == root else { continue }
+                if !relationship.isToMany, let columns = entity.toOne[relationship.name] {
+                    var set = "\(quote(columns.key)) = NULL"
+                    if let entityColumn = columns.entity { set += ", \(quote(entityColumn)) = NULL" }
+                    try connection.statement("UPDATE \(quote(entity.table)) SET \(set) WHERE \(quote(columns.key)) = ?1")
+                        .run([.integer(deletion.key.primaryKey)])
+                } else if case .join(let table, _, let other, _, _, _)? = entity.toMany[relationship.name] {
+                    try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(other)) = ?1").run([.integer(deletion.key.primaryKey)])
+                }
+            }
+            // Rows this object owned through a hidden foreign key or a join table.
+            if description.isKind(of: name) {
+                for relationship in declared.relationships where relationship.isToMany {
+                    switch entity.toMany[relationship.name] {
+                    case .hiddenForeignKey(let table, let column, let order)?:
+                        try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1")
+                            .run([.integer(deletion.key.primaryKey)])
+                    case .join(let table, let own, _, _, _, _)?:
+                        try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1").run([.integer(deletion.key.primaryKey)])
+                    default: break
+                    }
+                }
+            }
+        }
+    }
+
+    /// Column assignments for attributes and to-one relationships, checked against the model.
+    private func assignments(_ key: ObjectKey, _ description: EntityDescription, _ mapping: SQLiteSchema.Entity,
+                             attributes: [String: Value?], toOne: [String: ObjectKey?]) throws -> [(String, SQLValue)] {
+        var columns: [(String, SQLValue)] = []
+        for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            guard let attribute = description.attributesByName[name], !attribute.isTransient, let column = mapping.attributes[name] else {
+                throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)")
+            }
+            if let value, !attribute.type.accepts(value) {
+                throw StoreError(.invalidChange, "\(key).\(name): \(value) is not a valid \(attribute.type.modelName)")
+            }
+            columns.append((column, SQLiteValues.sql(value)))
+        }
+        for (name, target) in toOne.sorted(by: { $0.key < $1.key }) {
+            guard let relationship = description.relationshipsByName[name], !relationship.isToMany, !relationship.isTransient,
+                  let column = mapping.toOne[name] else {
+                throw StoreError(.invalidChange, "\(key): no stored to-one relationship named \(name)")
+            }
+            columns.append((column.key, target.map { .integer($0.primaryKey) } ?? .null))
+            if let entityColumn = column.entity {
+                columns.append((entityColumn, target.flatMap { schema.entities[$0.entity] }.map { .integer(Int64($0.number)) } ?? .null))
+            }
+        }
+        return columns
+    }
+
+    private func insert(_ record: ObjectRecord) throws {
+        let (description, mapping) = try self.description(record.key, "insert")
+        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(record.key): entity \(description.name) is abstract") }
+        guard record.key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(record.key): primary keys start at 1") }
+        for name in record.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
+            throw StoreError(.invalidChange, "\(record.key): no stored to-many relationship named \(name)")
+        }
+        let columns = try assignments(record.key, description, mapping, attributes: record.attributes.mapValues { $0 },
+                                      toOne: record.toOne.mapValues { $0 })
+        let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.0)
+        let values: [SQLValue] = [.integer(record.key.primaryKey), .integer(Int64(mapping.number)), .integer(max(1, record.version))] + columns.map(\.1)
+        let sql = "INSERT INTO \(quote(mapping.table)) (\(names.map(quote).joined(separator: ", "))) VALUES (\(values.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        do {
+            try connection.statement(sql).run(values)
+        } catch let error as StoreError where error.code == .invalidChange {
+            throw StoreError(.invalidChange, "cannot insert \(record.key): primary key \(record.key.primaryKey) is in use in \(description.rootName)'s hierarchy")
+        }
+    }
+
+    private func update(_ update: ObjectUpdate) throws {
+        let (description, mapping) = try self.description(update.key, "update")
+        for name in update.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
+            throw StoreError(.invalidChange, "\(update.key): no stored to-many relationship named \(name)")
+        }
+        let columns = try assignments(update.key, description, mapping, attributes: update.attributes, toOne: update.toOne)
+        var set = columns.enumerated().map { "\(quote($1.0)) = ?\($0 + 3)" }
+        set.append("Z_OPT = Z_OPT + 1")
+        var sql = "UPDATE \(quote(mapping.table)) SET \(set.joined(separator: ", ")) WHERE Z_PK = ?1 AND Z_ENT = ?2"
+        var values: [SQLValue] = [.integer(update.key.primaryKey), .integer(Int64(mapping.number))] + columns.map(\.1)
+        if let expected = update.expectedVersion {
+            sql += " AND Z_OPT = ?\(values.count + 1)"
+            values.append(.integer(expected))
+        }
+        try connection.statement(sql).run(values)
+        if connection.changes == 0 {
+            try conflictOrMissing(update.key, expected: update.expectedVersion, verb: "update", table: mapping.table, number: mapping.number)
+        }
+    }
+
+    private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey]) throws {
+        guard Set(members).count == members.count else { throw StoreError(.invalidChange, "\(owner).\(name): an object appears twice") }
+        guard let storage = schema.entities[owner.entity]?.toMany[name] else { return }
+        let pk = SQLValue.integer(owner.primaryKey)
+        switch storage {
+        case .inverseForeignKey(let table, let column, let order):
+            let set = "\(quote(column)) = ?1" + (order.map { ", \(quote($0)) = ?3" } ?? "")
+            let statement = "UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2"
+            for (i, member) in members.enumerated() {
+                var values: [SQLValue] = [pk, .integer(member.primaryKey)]
+                if order != nil { values.append(.integer(Int64(i + 1))) }
+                try connection.statement(statement).run(values)
+            }
+        case .hiddenForeignKey(let table, let column, let order):
+            try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1").run([pk])
+            let set = "\(quote(column)) = ?1" + (order.map { ", \(quote($0)) = ?3" } ?? "")
+            for (i, member) in members.enumerated() {
+                var values: [SQLValue] = [pk, .integer(member.primaryKey)]
+                if order != nil { values.append(.integer(Int64(i + 1))) }
+                try connection.statement("UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2").run(values)
+            }
+        case .join(let table, let own, let other, let order, _, _):
+            let existing = Set(try connection.statement("SELECT \(quote(other)) FROM \(quote(table)) WHERE \(quote(own)) = ?1").rows([pk]) { $0.int64(0) })
+            let wanted = Set(members.map(\.primaryKey))
+            for gone in existing.subtracting(wanted) {
+                try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2").run([pk, .integer(gone)])
+            }
+            for added in members.map(\.primaryKey) where !existing.contains(added) {
+                try connection.statement("INSERT INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)").run([pk, .integer(added)])
+            }
+            if let order {
+                for (i, member) in members.enumerated() {
+                    try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = ?3 WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2")
+                        .run([pk, .integer(member.primaryKey), .integer(Int64(i + 1))])
+                }
+            }
+        }
+    }
+
+    /// Every object a change points to must exist (after the change) and be of the right entity.
+    private func verifyTargets(_ changes: ChangeSet) throws {
+        func check(_ source: ObjectKey, _ name: String, _ target: ObjectKey) throws {
+            guard let relationship = model.entity(named: source.entity)?.relationshipsByName[name] else { return }
+            guard let destination = model.entity(named: target.entity), destination.isKind(of: relationship.destination),
+                  let mapping = schema.entities[target.entity] else {
+                throw StoreError(.invalidChange, "\(source).\(name): \(target) is not a \(relationship.destination)")
+            }
+            guard try reader.exists(target.primaryKey, table: mapping.table, kinds: [mapping.number]) else {
+                throw StoreError(.invalidChange, "\(source).\(name): \(target) does not exist")
+            }
+        }
+        for record in changes.inserted {
+            for (name, target) in record.toOne { try check(record.key, name, target) }
+            for (name, targets) in record.toMany { for target in targets { try check(record.key, name, target) } }
+        }
+        for update in changes.updated {
+            for (name, target) in update.toOne { if let target { try check(update.key, name, target) } }
+            for (name, targets) in update.toMany { for target in targets { try check(update.key, name, target) } }
+        }
+    }
+}
