@@ -1,0 +1,295 @@
+import CSQLite
+import Foundation
+import ObjectModel
+import ObjectStore
+import ObjectStoreTesting
+import SQLiteStore
+import Testing
+
+/// A throwaway folder for one test.
+final class Folder {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appending(path: "sqlite-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func file(_ name: String) -> URL { url.appending(path: name) }
+    var files: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
+}
+
+/// Reads a database with the C API directly: SQLite's own view of the file.
+struct RawDatabase {
+    let handle: OpaquePointer
+
+    init(_ url: URL, readOnly: Bool = true) throws {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_URI
+        guard sqlite3_open_v2(url.isFileURL ? url.path : url.absoluteString, &db, flags, nil) == SQLITE_OK, let db else {
+            throw StoreError(.io, "cannot open \(url.path)")
+        }
+        handle = db
+    }
+
+    func close() { sqlite3_close_v2(handle) }
+
+    func strings(_ sql: String) throws -> [[String]] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw StoreError(.io, String(cString: sqlite3_errmsg(handle)))
+        }
+        defer { sqlite3_finalize(statement) }
+        var rows: [[String]] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            rows.append((0..<sqlite3_column_count(statement)).map { i in
+                sqlite3_column_text(statement, i).map { String(cString: $0) } ?? "NULL"
+            })
+        }
+        return rows
+    }
+
+    func execute(_ sql: String) throws {
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw StoreError(.io, String(cString: sqlite3_errmsg(handle))) }
+    }
+
+    func columns(_ table: String) throws -> [String] { try strings("PRAGMA table_info(\"\(table)\")").map { $0[1] } }
+}
+
+@Suite("SQLiteStore layout and files")
+struct SQLiteStoreTests {
+    let type = SQLiteStoreType()
+
+    func makeStore(_ url: URL, model: ManagedObjectModel = StoreConformance.model) throws -> any PersistentStore {
+        try type.open(at: url, model: model, options: StoreOptions())
+    }
+
+    @Test("the schema follows Core Data's layout, as SQLite itself sees it")
+    func schema() throws {
+        let folder = try Folder()
+        let url = folder.file("layout.sqlite")
+        try makeStore(url).close()
+        let db = try RawDatabase(url)
+        defer { db.close() }
+        #expect(try db.strings("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") == [
+            ["1", "Item", "0", "0"], ["2", "Person", "0", "0"], ["3", "Pet", "0", "0"], ["4", "Playlist", "0", "0"],
+            ["5", "Tag", "0", "0"], ["6", "Track", "0", "0"], ["7", "Vehicle", "0", "0"], ["8", "Car", "7", "0"],
+            ["9", "SportsCar", "8", "0"], ["10", "Truck", "7", "0"],
+        ])
+        let tables = Set(try db.strings("SELECT name FROM sqlite_master WHERE type = 'table'").map { $0[0] })
+        #expect(tables == ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE", "ZITEM", "ZPERSON", "ZPET", "ZPLAYLIST", "ZTAG", "ZTRACK",
+                           "ZVEHICLE", "Z_2FRIENDS", "Z_5TRACKS"])
+        // One table per inheritance root; sub-entities' columns live in it.
+        #expect(try db.columns("ZVEHICLE") == ["Z_PK", "Z_ENT", "Z_OPT", "ZWHEELS", "ZSEATS", "ZTOPSPEED", "ZPAYLOAD"])
+        // To-one foreign keys, the ordered to-many's order column on the destination.
+        #expect(try db.columns("ZTRACK") == ["Z_PK", "Z_ENT", "Z_OPT", "ZTITLE", "ZPLAYLIST", "Z_FOK_PLAYLIST"])
+        #expect(try db.columns("ZPET") == ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME", "ZOWNER"])
+        #expect(try db.columns("ZPERSON") == ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME", "ZAGE", "ZNICKNAME", "ZSPOUSE", "ZMANAGER"])
+        // Many-to-many join tables, columns named by entity number and the relationship that reaches the rows.
+        #expect(try db.columns("Z_5TRACKS") == ["Z_5TAGS", "Z_6TRACKS"])
+        #expect(try db.columns("Z_2FRIENDS") == ["Z_2FRIENDS", "Z_2FRIENDS1"])
+        let indexes = Set(try db.strings("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").map { $0[0] })
+        #expect(indexes.isSuperset(of: ["ZPET_ZOWNER_INDEX", "ZTRACK_ZPLAYLIST_INDEX", "ZPERSON_ZMANAGER_INDEX", "Z_5TRACKS_Z_6TRACKS_INDEX"]))
+        #expect(try db.strings("PRAGMA journal_mode") == [["wal"]])
+        // The metadata is a binary property list Core Data can read.
+        let plist = try db.strings("SELECT hex(Z_PLIST), Z_UUID FROM Z_METADATA")
+        let data = try #require(Data(hexString: plist[0][0]))
+        #expect(data.starts(with: Data("bplist00".utf8)))
+        let metadata = StoreMetadata(try #require(PropertyListValue.decodeDictionary(data)))
+        #expect(metadata.storeType == "SQLite")
+        #expect(metadata.storeUUID?.uuidString == plist[0][1])
+        #expect(metadata[StoreMetadata.Key.versionHashesVersion] == .integer(3))
+        #expect(metadata.versionHashes == StoreConformance.model.versionHashes)
+    }
+
+    @Test("a many-to-many is laid out as in a real Core Data store")
+    func coreDataJoinTable() throws {
+        // The facts of a store Core Data wrote (bignerdranch/CoreDataStack TestModel).
+        let model = try ManagedObjectModel {
+            Entity("Author") {
+                Attribute("firstName", .string)
+                Attribute("lastName", .string)
+                Relationship("books", to: "Book", inverse: "authors", toMany: true)
+            }
+            Entity("Book") {
+                Attribute("title", .string)
+                Relationship("authors", to: "Author", inverse: "books", toMany: true)
+            }
+        }
+        let folder = try Folder()
+        try makeStore(folder.file("t.sqlite"), model: model).close()
+        let db = try RawDatabase(folder.file("t.sqlite"))
+        defer { db.close() }
+        #expect(try db.columns("ZAUTHOR") == ["Z_PK", "Z_ENT", "Z_OPT", "ZFIRSTNAME", "ZLASTNAME"])
+        #expect(try db.columns("Z_1BOOKS") == ["Z_1AUTHORS", "Z_2BOOKS"])
+        #expect(try db.strings("SELECT sql FROM sqlite_master WHERE name = 'Z_1BOOKS_Z_2BOOKS_INDEX'").first?.first?.contains("(\"Z_2BOOKS\", \"Z_1AUTHORS\")") == true)
+    }
+
+    @Test("values are stored as the spec says; Z_OPT and Z_MAX are kept")
+    func storedValues() throws {
+        let folder = try Folder()
+        let url = folder.file("values.sqlite")
+        let store = try makeStore(url)
+        let item = ObjectKey("Item", try store.allocatePrimaryKeys(entity: "Item", count: 1).lowerBound)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: item, attributes: [
+            "flag": .boolean(true), "date": .date(Date(timeIntervalSinceReferenceDate: 10.5)),
+            "uuid": .uuid(UUID(uuidString: "00112233-4455-6677-8899-AABBCCDDEEFF")!), "decimal": .decimal(Decimal(string: "1.10")!),
+            "uri": .uri(URL(string: "https://a.b/c")!),
+        ])]))
+        try store.save(ChangeSet(updated: [ObjectUpdate(key: item, attributes: ["i16": .integer(7)])]))
+        try store.close()
+        let db = try RawDatabase(url)
+        defer { db.close() }
+        #expect(try db.strings("SELECT ZFLAG, ZDATE, hex(ZUUID), ZDECIMAL, typeof(ZDECIMAL), ZURI, Z_OPT, Z_ENT FROM ZITEM") ==
+                [["1", "10.5", "00112233445566778899AABBCCDDEEFF", "1.1", "text", "https://a.b/c", "2", "1"]])
+        #expect(try db.strings("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") == [["1"]])
+    }
+
+    @Test("committed WAL content that was never checkpointed survives replace")
+    func walSurvivesReplace() throws {
+        let folder = try Folder()
+        let source = folder.file("source.sqlite"), snapshot = folder.file("snapshot.sqlite"), destination = folder.file("dest.sqlite")
+        try makeStore(source).close()
+        try makeStore(destination).close()
+        // Write through a second connection that never checkpoints, then copy the files
+        // while it is still open: a store as a crash leaves it, its last writes only in the WAL.
+        let writer = try RawDatabase(source, readOnly: false)
+        try writer.execute("PRAGMA wal_autocheckpoint = 0")
+        try writer.execute("INSERT INTO ZPET (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 3, 1, 'only in the WAL')")
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(filePath: source.path + suffix), to: URL(filePath: snapshot.path + suffix))
+        }
+        writer.close()
+        #expect((try FileManager.default.attributesOfItem(atPath: snapshot.path + "-wal")[.size] as? NSNumber)?.intValue ?? 0 > 0)
+
+        try type.replace(at: destination, with: snapshot)
+        #expect(!folder.files.contains { $0.hasPrefix("snapshot") })
+        #expect(!FileManager.default.fileExists(atPath: destination.path + "-wal"), "the WAL was folded in before the move")
+        let store = try makeStore(destination)
+        #expect(try store.fetch(FetchRequest(entity: "Pet")).first?.attributes["name"] == .string("only in the WAL"))
+        try store.close()
+    }
+
+    @Test("replace leaves no stale sidecar of the old destination")
+    func noStaleSidecar() throws {
+        let folder = try Folder()
+        let source = folder.file("a.sqlite"), destination = folder.file("b.sqlite")
+        try makeStore(source).close()
+        try makeStore(destination).close()
+        try Data("stale".utf8).write(to: URL(filePath: destination.path + "-wal"))
+        try Data("stale".utf8).write(to: URL(filePath: destination.path + "-shm"))
+        try type.replace(at: destination, with: source)
+        #expect(folder.files == ["b.sqlite"])
+        try makeStore(destination).close()
+    }
+
+    @Test("checkpoint folds the WAL in; destroy removes every file")
+    func checkpointAndDestroy() throws {
+        let folder = try Folder()
+        let url = folder.file("c.sqlite")
+        let store = try makeStore(url)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Pet", 1), attributes: ["name": .string("Rex")])]))
+        #expect(FileManager.default.fileExists(atPath: url.path + "-wal"))
+        try store.close()
+        let writer = try RawDatabase(url, readOnly: false)
+        try writer.execute("PRAGMA wal_autocheckpoint = 0")
+        try writer.execute("INSERT INTO ZPET (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (2, 3, 1, 'Tom')")
+        try type.checkpoint(at: url)
+        #expect((try FileManager.default.attributesOfItem(atPath: url.path + "-wal")[.size] as? NSNumber)?.intValue == 0)
+        // The main file alone (immutable: no WAL read) now holds both rows.
+        let reader = try RawDatabase(URL(string: "file:\(url.path)?immutable=1")!)
+        #expect(try reader.strings("SELECT count(*) FROM ZPET") == [["2"]])
+        reader.close()
+        writer.close()
+        try type.destroy(at: url)
+        #expect(folder.files.isEmpty)
+    }
+
+    /// Damaged or foreign files: a typed error, the bytes unchanged, no sidecar left behind.
+    static let damages: [(String, @Sendable (URL) throws -> Void)] = [
+        ("a text file", { try Data("hello\n".utf8).write(to: $0) }),
+        ("an empty file", { try Data().write(to: $0) }),
+        ("a truncated header", { url in try Data("SQLite format 3\0abc".utf8).write(to: url) }),
+        ("a store cut in the middle of a page", { url in
+            let data = try Data(contentsOf: url)
+            try data.prefix(data.count - 100).write(to: url)
+        }),
+        ("a store cut at a page boundary", { url in
+            let data = try Data(contentsOf: url)
+            try data.prefix(4096).write(to: url)
+        }),
+        ("an invalid page size", { url in
+            var data = try Data(contentsOf: url)
+            data[16] = 0x03; data[17] = 0x00
+            try data.write(to: url)
+        }),
+        ("pages overwritten with garbage", { url in
+            var data = try Data(contentsOf: url)
+            for i in 100..<data.count { data[i] = UInt8(truncatingIfNeeded: i &* 31) }
+            try data.write(to: url)
+        }),
+        ("a SQLite database that is not a store", { url in
+            try FileManager.default.removeItem(at: url)
+            let db = try RawDatabase.create(url)
+            try db.execute("PRAGMA journal_mode = WAL; CREATE TABLE notes (body TEXT)")
+            db.close()
+        }),
+        ("a store whose metadata is not a property list", { url in
+            let db = try RawDatabase(url, readOnly: false)
+            try db.execute("PRAGMA journal_mode = DELETE; UPDATE Z_METADATA SET Z_PLIST = x'00010203'")
+            db.close()
+        }),
+        ("a store with no metadata row", { url in
+            let db = try RawDatabase(url, readOnly: false)
+            try db.execute("PRAGMA journal_mode = DELETE; DELETE FROM Z_METADATA")
+            db.close()
+        }),
+        ("an atomic store file", { url in
+            var data = Data("OBJSTORE".utf8)
+            data.append(Data(count: 100))
+            try data.write(to: url)
+        }),
+    ]
+
+    @Test("a damaged file is a typed error and is left untouched", arguments: 0..<damages.count)
+    func damaged(_ index: Int) throws {
+        let (name, damage) = Self.damages[index]
+        let folder = try Folder()
+        let url = folder.file("bad.sqlite")
+        let store = try makeStore(url)
+        try store.save(ChangeSet(inserted: (1...50).map { ObjectRecord(key: ObjectKey("Pet", $0), attributes: ["name": .string(String(repeating: "x", count: 200))]) }))
+        try store.close()
+        try damage(url)
+        let before = try Data(contentsOf: url)
+        let filesBefore = folder.files
+        for attempt in ["open", "readMetadata", "checkpoint"] {
+            do {
+                switch attempt {
+                case "open":
+                    let store = try makeStore(url)
+                    _ = try store.fetch(FetchRequest(entity: "Pet"))
+                    try store.close()
+                case "readMetadata": _ = try type.readMetadata(at: url)
+                default: try type.checkpoint(at: url)
+                }
+                Issue.record("\(name): \(attempt) accepted it")
+            } catch let error as StoreError {
+                #expect(error.code == .corrupt || error.code == .incompatibleModel, "\(name): \(attempt): \(error)")
+                #expect(error.url?.path == url.path, "\(name): \(error)")
+            }
+            #expect(try Data(contentsOf: url) == before, "\(name): \(attempt) changed the file")
+            #expect(folder.files == filesBefore, "\(name): \(attempt) left \(folder.files)")
+        }
+    }
+}
+
+extension RawDatabase {
+    static func create(_ url: URL) throws -> RawDatabase {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(url.path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let db else {
+            throw StoreError(.io, "cannot create \(url.path)")
+        }
+        return RawDatabase(handle: db)
+    }
+
+    init(handle: OpaquePointer) { self.handle = handle }
+}
