@@ -13,12 +13,18 @@ final class SQLiteConnection {
     private var cache: [String: OpaquePointer] = [:]
 
     /// Opens `path`; nothing is created unless `create` is set.
+    ///
+    /// A read-only open of a database with no `-wal` file is made immutable: SQLite
+    /// then reads the main file alone and creates no `-wal` or `-shm` beside it.
+    /// With a `-wal` present (writes not yet folded in), it reads through the WAL.
     init(path: String, readOnly: Bool, create: Bool) throws {
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        var target = URL(filePath: path).absoluteString
+        if readOnly && !FileManager.default.fileExists(atPath: path + "-wal") { target += "?immutable=1" }
+        let rc = sqlite3_open_v2(target, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }

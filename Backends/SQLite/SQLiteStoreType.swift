@@ -18,8 +18,9 @@ public struct SQLiteStoreType: StoreType {
 
     public func recognizes(header: Data) -> Bool { header.starts(with: Self.header) }
 
+    /// Reads the metadata read-only: the store's files are not changed.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
-        let (connection, metadata) = try Self.openExisting(url, readOnly: false)
+        let (connection, metadata) = try Self.openExisting(url, readOnly: true)
         connection.close()
         return metadata
     }

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import AtomicStore
 import InMemoryStore
 import ObjectModel
 import ObjectStore
+import SQLiteStore
 
 /// The `objectstore` command-line tool.
 @main
@@ -11,11 +13,16 @@ struct ObjectStoreCommand: ParsableCommand {
         commandName: "objectstore",
         abstract: "Inspect, validate, migrate and convert ObjectStore and Core Data models and stores.",
         version: "0.1.0",
-        subcommands: [ModelCommand.self]
+        subcommands: [
+            ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
+            DestroyCommand.self, CheckpointCommand.self,
+        ]
     )
 
     static func main() {
         InMemoryStore.register()
+        SQLiteStore.register()
+        AtomicStore.register()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -30,6 +30,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let invalidChange = Code("invalidChange")
         /// A fetch names an unknown entity or key path, or a predicate does not apply.
         public static let invalidFetch = Code("invalidFetch")
+        /// An input document (JSON data, a mapping) is malformed or does not fit the model.
+        public static let invalidInput = Code("invalidInput")
         /// No store is at the URL.
         public static let notFound = Code("notFound")
         /// A store already exists where a new one was to be created.

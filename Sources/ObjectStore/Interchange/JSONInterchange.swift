@@ -1,0 +1,86 @@
+import Foundation
+import ObjectModel
+
+/// ObjectStore's JSON interchange format (`docs/json-format.md`): import a
+/// document into a store, export a store as one.
+///
+/// The document is an object keyed by concrete entity name, each an array of
+/// objects with an `"_id"` and their values; relationships name `_id`s. Export
+/// is deterministic: exporting a store imported from an export gives the same bytes.
+public enum JSONInterchange {
+    /// What an export includes.
+    public struct ExportOptions: Sendable {
+        /// Only objects of this entity (and its sub-entities); nil for all.
+        public var entity: String?
+        /// Only objects matching this predicate.
+        public var predicate: ObjectPredicate?
+        /// Objects read per batch.
+        public var batchSize: Int
+
+        /// Creates options.
+        public init(entity: String? = nil, predicate: ObjectPredicate? = nil, batchSize: Int = 1_000) {
+            self.entity = entity
+            self.predicate = predicate
+            self.batchSize = batchSize
+        }
+    }
+
+    /// Writes a store as JSON, streaming it a batch at a time to `write`.
+    ///
+    /// Entities in name order, objects in primary-key order, keys sorted,
+    /// `_id`s of the form `Entity/pk`, both sides of every relationship.
+    public static func export(_ store: any PersistentStore, options: ExportOptions = ExportOptions(),
+                              write: (String) throws -> Void) throws {
+        let model = store.model
+        var names = model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
+        if let only = options.entity {
+            guard let entity = model.entity(named: only) else { throw StoreError(.invalidFetch, "no entity named \(only)") }
+            names = names.filter { entity.kindNames.contains($0) }
+        }
+        try write("{")
+        var firstEntity = true
+        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let entity = model.entity(named: name)!
+            var head = firstEntity ? "\n  " : ",\n  "
+            JSONText.quote(name, into: &head)
+            try write(head + ": [")
+            firstEntity = false
+            var firstObject = true
+            for batch in store.batches(of: name, size: options.batchSize) {
+                for record in try batch.get() {
+                    if let predicate = options.predicate,
+                       try !PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: record, store: store)) { continue }
+                    var entries: [(String, JSONText)] = [("_id", .string(id(record.key)))]
+                    for attribute in entity.storedAttributes {
+                        entries.append((attribute.name, JSONText.value(record.attributes[attribute.name])))
+                    }
+                    for relationship in entity.storedRelationships {
+                        if relationship.isToMany {
+                            let keys = try store.relatedKeys(of: record.key, relationship: relationship.name)
+                            entries.append((relationship.name, .array(keys.map { .string(id($0)) })))
+                        } else {
+                            entries.append((relationship.name, record.toOne[relationship.name].map { .string(id($0)) } ?? .null))
+                        }
+                    }
+                    var text = firstObject ? "\n    " : ",\n    "
+                    JSONText.object(entries).write(to: &text, indent: 2)
+                    try write(text)
+                    firstObject = false
+                }
+            }
+            try write(firstObject ? "]" : "\n  ]")
+        }
+        try write(firstEntity ? "}\n" : "\n}\n")
+    }
+
+    /// The whole export as one string.
+    public static func exportString(_ store: any PersistentStore, options: ExportOptions = ExportOptions()) throws -> String {
+        var out = ""
+        try export(store, options: options) { out += $0 }
+        return out
+    }
+
+    /// `Entity/pk`: an exported object's `_id`.
+    public static func id(_ key: ObjectKey) -> String { "\(key.entity)/\(key.primaryKey)" }
+
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// `objectstore inspect <store> [--json]`.
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show a store's type, files, UUID, model versions, object counts and whether its embedded model matches.")
+
+    @Argument(help: "The store.") var store: String
+    @OptionGroup var typeOption: StoreTypeOption
+    @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
+
+    func run() throws {
+        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        try StoreLocator.requireExisting(store, type)
+        let url = URL(filePath: store)
+        let metadata = try type.readMetadata(at: url)
+        let files: [(String, Int)] = type.fileURLs(for: url).compactMap { file in
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber else { return nil }
+            return (file.path, size.intValue)
+        }
+        let embedded = try? metadata.embeddedModel()
+        let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false
+        var counts: [(String, Int)] = []
+        if let embedded {
+            let opened = try type.open(at: url, model: embedded, options: StoreOptions(readOnly: true, createIfMissing: false))
+            defer { try? opened.close() }
+            for entity in embedded.entityDescriptions where !entity.isAbstract {
+                counts.append((entity.name, try opened.count(FetchRequest(entity: entity.name, includesSubentities: false))))
+            }
+        }
+        if json {
+            let document: [String: Any] = [
+                "type": type.name,
+                "files": files.map { ["path": $0.0, "bytes": $0.1] },
+                "storeUUID": metadata.storeUUID?.uuidString ?? NSNull(),
+                "versionIdentifiers": metadata.versionIdentifiers,
+                "entities": Dictionary(uniqueKeysWithValues: counts),
+                "embeddedModel": embedded != nil,
+                "embeddedModelMatchesHashes": matches,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            output(String(decoding: data, as: UTF8.self))
+            return
+        }
+        var lines = ["type: \(type.name)", "files:"]
+        lines += files.map { "  \($0.0) \($0.1) bytes" }
+        lines.append("store UUID: \(metadata.storeUUID?.uuidString ?? "(none)")")
+        lines.append("model version identifiers: \(metadata.versionIdentifiers.isEmpty ? "(none)" : metadata.versionIdentifiers.joined(separator: ", "))")
+        lines.append("embedded model: " + (embedded == nil ? "none" : (matches ? "matches the store's hashes" : "does NOT match the store's hashes")))
+        lines.append("objects:")
+        lines += counts.map { "  \($0.0) \($0.1)" }
+        output(lines.joined(separator: "\n"))
+    }
+}
