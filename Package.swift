@@ -63,7 +63,7 @@ let package = Package(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["objectstore"]),
+        .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore"]),
     ],
     swiftLanguageModes: [.v6]
 )
