@@ -71,7 +71,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { $0.record(for: key, model: model) }
+        try read { try $0.record(for: key, model: model) }
     }
 
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {

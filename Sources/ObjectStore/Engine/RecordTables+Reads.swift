@@ -1,10 +1,10 @@
 import Foundation
 import ObjectModel
 
-extension RecordTables {
+extension RowSource {
     /// The record with `key`, or nil.
-    public func record(for key: ObjectKey, model: ManagedObjectModel) -> ObjectRecord? {
-        tables[key.entity]?.rows[key.primaryKey].map { record(key, $0, model: model) }
+    public func record(for key: ObjectKey, model: ManagedObjectModel) throws -> ObjectRecord? {
+        try row(key).map { try record(key, $0, model: model) }
     }
 
     /// The keys across a relationship (see ``PersistentStore/relatedKeys(of:relationship:)``).
@@ -15,30 +15,24 @@ extension RecordTables {
         guard let description = entity.relationshipsByName[relationship] else {
             throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(relationship)")
         }
-        guard let row = tables[key.entity]?.rows[key.primaryKey] else { return [] }
-        let keys = (row.relationships[relationship] ?? []).filter(exists)
+        guard let row = try row(key) else { return [] }
+        let keys = try (row.relationships[relationship] ?? []).filter(exists)
         return description.isOrdered || !description.isToMany ? keys : keys.sorted()
     }
 
     /// A batch of a streaming scan (see ``PersistentStore/scan(entity:after:limit:)``).
     public func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord] {
         guard model.entity(named: entity) != nil else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        guard let table = tables[entity] else { return [] }
-        var index = primaryKey.map { table.firstIndex(after: $0) } ?? 0
-        var batch: [ObjectRecord] = []
-        batch.reserveCapacity(Swift.min(limit, table.order.count))
-        while index < table.order.count && batch.count < limit {
-            let pk = table.order[index]
-            batch.append(record(ObjectKey(entity, pk), table.rows[pk]!, model: model))
-            index += 1
+        return try primaryKeys(of: entity, after: primaryKey, limit: limit).compactMap { pk in
+            let key = ObjectKey(entity, pk)
+            return try row(key).map { try record(key, $0, model: model) }
         }
-        return batch
     }
 
     /// The records a request matches, sorted, with its offset and limit applied.
     public func fetch(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectRecord] {
         let matches = try matching(request, model: model)
-        return matches.dropFirst(Swift.max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map(\.record)
+        return try matches.dropFirst(Swift.max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map { try $0.record() }
     }
 
     /// How many records ``fetch(_:model:)`` would return.
@@ -49,6 +43,27 @@ extension RecordTables {
         return Swift.min(Swift.max(0, total - Swift.max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
     }
 
+    private func matching(_ request: FetchRequest, model: ManagedObjectModel) throws -> [RowSubject<Self>] {
+        guard let entity = model.entity(named: request.entityName) else {
+            throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
+        }
+        let box = RowSourceBox(source: self, model: model)
+        var subjects: [RowSubject<Self>] = []
+        for name in request.includesSubentities ? entity.kindNames : [entity.name] {
+            for pk in try primaryKeys(of: name, after: nil, limit: nil) {
+                let key = ObjectKey(name, pk)
+                guard let row = try row(key) else { continue }
+                let subject = RowSubject(box: box, key: key, row: row)
+                if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
+                subjects.append(subject)
+            }
+        }
+        try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.key.primaryKey < $1.key.primaryKey }
+        return subjects
+    }
+}
+
+extension RecordTables {
     /// Reserves `count` keys in `entity`'s hierarchy.
     public mutating func allocatePrimaryKeys(entity: String, count: Int, model: ManagedObjectModel) throws -> ClosedRange<Int64> {
         guard let description = model.entity(named: entity) else {
@@ -61,21 +76,4 @@ extension RecordTables {
         return first...last
     }
 
-    private func matching(_ request: FetchRequest, model: ManagedObjectModel) throws -> [RecordSubject] {
-        guard let entity = model.entity(named: request.entityName) else {
-            throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
-        }
-        let snapshot = RecordSnapshot(state: self, model: model)
-        var subjects: [RecordSubject] = []
-        for name in request.includesSubentities ? entity.kindNames : [entity.name] {
-            guard let table = tables[name] else { continue }
-            for pk in table.order {
-                let subject = RecordSubject(snapshot: snapshot, key: ObjectKey(name, pk), row: table.rows[pk]!)
-                if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
-                subjects.append(subject)
-            }
-        }
-        try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.key.primaryKey < $1.key.primaryKey }
-        return subjects
-    }
 }

@@ -1,0 +1,167 @@
+import Foundation
+import ObjectModel
+
+/// Read access to stored rows: all the shared engine needs from a backend that
+/// keeps each object as one row (the in-memory tables, an LMDB database).
+///
+/// On top of it the engine gives every such backend the same semantics:
+/// change-set validation, fetches through ``PredicateEvaluator``, relationship
+/// reads and streaming scans.
+public protocol RowSource {
+    /// The row of `key`, or nil.
+    func row(_ key: ObjectKey) throws -> StoredRow?
+    /// Primary keys of exactly `entity`, ascending, above `primaryKey`, at most `limit`.
+    func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64]
+}
+
+extension RowSource {
+    /// Whether an object with `key` exists.
+    public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
+
+    /// The record of a row, with to-one relationships whose target no longer exists left out.
+    public func record(_ key: ObjectKey, _ row: StoredRow, model: ManagedObjectModel) throws -> ObjectRecord {
+        var toOne: [String: ObjectKey] = [:]
+        if let entity = model.entity(named: key.entity) {
+            for relationship in entity.relationships where !relationship.isToMany {
+                if let target = row.relationships[relationship.name]?.first, try exists(target) { toOne[relationship.name] = target }
+            }
+        }
+        return ObjectRecord(key: key, version: row.version, attributes: row.attributes, toOne: toOne)
+    }
+
+    /// Checks a change set completely before anything is applied, so a save is all or nothing.
+    public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID) throws {
+        let deleted = Set(changes.deleted.map(\.key))
+        var inserted: Set<ObjectKey> = []
+        var insertedPerRoot: [String: Set<Int64>] = [:]
+        for record in changes.inserted {
+            guard let entity = model.entity(named: record.key.entity) else {
+                throw StoreError(.invalidChange, "cannot insert \(record.key): no entity named \(record.key.entity)")
+            }
+            if entity.isAbstract {
+                throw StoreError(.invalidChange, "cannot insert \(record.key): entity \(entity.name) is abstract")
+            }
+            guard record.key.primaryKey > 0 else {
+                throw StoreError(.invalidChange, "cannot insert \(record.key): primary keys start at 1")
+            }
+            let root = entity.rootName
+            let taken = try model.entity(named: root)!.kindNames.contains { try row(ObjectKey($0, record.key.primaryKey)) != nil }
+            if taken || !insertedPerRoot[root, default: []].insert(record.key.primaryKey).inserted {
+                throw StoreError(.invalidChange, "cannot insert \(record.key): primary key \(record.key.primaryKey) is in use in \(root)'s hierarchy")
+            }
+            inserted.insert(record.key)
+        }
+        func target(_ key: ObjectKey, of relationship: Relationship, from source: ObjectKey) throws {
+            guard let destination = model.entity(named: key.entity), destination.isKind(of: relationship.destination) else {
+                throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) is not a \(relationship.destination)")
+            }
+            guard !deleted.contains(key), try inserted.contains(key) || exists(key) else {
+                throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) does not exist")
+            }
+        }
+        func check(_ key: ObjectKey, attributes: [String: Value?], toOne: [String: ObjectKey?], toMany: [String: [ObjectKey]]) throws {
+            let entity = model.entity(named: key.entity)!
+            for (name, value) in attributes {
+                guard let attribute = entity.attributesByName[name], !attribute.isTransient else {
+                    throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)")
+                }
+                if let value, !attribute.type.accepts(value) {
+                    throw StoreError(.invalidChange, "\(key).\(name): \(value) is not a valid \(attribute.type.modelName)")
+                }
+            }
+            for (name, value) in toOne {
+                guard let relationship = entity.relationshipsByName[name], !relationship.isToMany, !relationship.isTransient else {
+                    throw StoreError(.invalidChange, "\(key): no stored to-one relationship named \(name)")
+                }
+                if let value { try target(value, of: relationship, from: key) }
+            }
+            for (name, values) in toMany {
+                guard let relationship = entity.relationshipsByName[name], relationship.isToMany, !relationship.isTransient else {
+                    throw StoreError(.invalidChange, "\(key): no stored to-many relationship named \(name)")
+                }
+                guard Set(values).count == values.count else {
+                    throw StoreError(.invalidChange, "\(key).\(name): an object appears twice")
+                }
+                for value in values { try target(value, of: relationship, from: key) }
+            }
+        }
+        for record in changes.inserted {
+            try check(record.key, attributes: record.attributes, toOne: record.toOne, toMany: record.toMany)
+        }
+        for update in changes.updated {
+            guard let row = try row(update.key), !deleted.contains(update.key) else {
+                throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist")
+            }
+            if let expected = update.expectedVersion, expected != row.version {
+                throw StoreError(.conflict, "\(update.key) was changed by someone else (version \(row.version), expected \(expected))",
+                                 objectID: ObjectID(store: storeID, key: update.key))
+            }
+            try check(update.key, attributes: update.attributes, toOne: update.toOne, toMany: update.toMany)
+        }
+        for deletion in changes.deleted {
+            guard let row = try row(deletion.key) else {
+                throw StoreError(.invalidChange, "cannot delete \(deletion.key): it does not exist")
+            }
+            if let expected = deletion.expectedVersion, expected != row.version {
+                throw StoreError(.conflict, "\(deletion.key) was changed by someone else (version \(row.version), expected \(expected))",
+                                 objectID: ObjectID(store: storeID, key: deletion.key))
+            }
+        }
+    }
+
+    /// The rows a validated change set writes: deletions, then every inserted and updated row in full.
+    public func writes(for changes: ChangeSet, model: ManagedObjectModel) throws -> (deleted: [ObjectKey], put: [(ObjectKey, StoredRow)], lastKeys: [String: Int64]) {
+        var put: [ObjectKey: StoredRow] = [:]
+        var order: [ObjectKey] = []
+        var lastKeys: [String: Int64] = [:]
+        for record in changes.inserted {
+            var relationships = record.toMany
+            for (name, target) in record.toOne { relationships[name] = [target] }
+            put[record.key] = StoredRow(version: Swift.max(1, record.version), attributes: record.attributes, relationships: relationships)
+            order.append(record.key)
+            let root = model.entity(named: record.key.entity)!.rootName
+            lastKeys[root] = Swift.max(lastKeys[root, default: 0], record.key.primaryKey)
+        }
+        for update in changes.updated {
+            if put[update.key] == nil {
+                guard let current = try row(update.key) else { throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist") }
+                put[update.key] = current
+                order.append(update.key)
+            }
+            put[update.key]!.apply(update)
+        }
+        return (changes.deleted.map(\.key), order.map { ($0, put[$0]!) }, lastKeys)
+    }
+}
+
+/// A row source shared by the subjects of one fetch.
+final class RowSourceBox<Source: RowSource> {
+    let source: Source
+    let model: ManagedObjectModel
+
+    init(source: Source, model: ManagedObjectModel) {
+        self.source = source
+        self.model = model
+    }
+}
+
+/// A stored row as predicates see it.
+struct RowSubject<Source: RowSource>: PredicateSubject {
+    let box: RowSourceBox<Source>
+    let key: ObjectKey
+    let row: StoredRow
+
+    func record() throws -> ObjectRecord { try box.source.record(key, row, model: box.model) }
+
+    var identity: Value { .string(key.description) }
+
+    func resolve(_ name: String) -> ResolvedKey? {
+        guard let entity = box.model.entity(named: key.entity) else { return nil }
+        if entity.attributesByName[name] != nil { return .value(row.attributes[name]) }
+        guard let relationship = entity.relationshipsByName[name] else { return nil }
+        let targets = (row.relationships[name] ?? []).compactMap { target in
+            ((try? box.source.row(target)) ?? nil).map { RowSubject(box: box, key: target, row: $0) }
+        }
+        return relationship.isToMany ? .objects(targets) : .object(targets.first)
+    }
+}
