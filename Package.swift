@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "LMDBStore", targets: ["LMDBStore"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
@@ -31,6 +32,8 @@ let package = Package(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
+        .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "CLMDB"], path: "Backends/LMDB"),
         .target(
             name: "AtomicStore",
             dependencies: ["ObjectModel", "ObjectStore", .product(name: "Crypto", package: "swift-crypto")],
@@ -39,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "objectstore",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore",
+                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore", "LMDBStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -62,6 +65,10 @@ let package = Package(
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting"]
+        ),
+        .testTarget(
+            name: "LMDBStoreTests",
+            dependencies: ["ObjectModel", "ObjectStore", "LMDBStore", "CLMDB", "ObjectStoreTesting"]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore"]),
     ],

@@ -13,7 +13,7 @@ enum AtomicFormat {
     // MARK: Writing
 
     static func encode(_ tables: RecordTables) throws -> Data {
-        var out = Writer()
+        var out = BinaryWriter()
         out.bytes(magic)
         out.fixed(version)
         out.fixed(UInt16(0))       // flags
@@ -78,8 +78,8 @@ enum AtomicFormat {
     // MARK: Reading
 
     /// Checks the header, length and checksum; returns a reader positioned after the header.
-    static func verify(_ data: Data, file: String) throws -> Reader {
-        var reader = Reader(data: data, file: file)
+    static func verify(_ data: Data, file: String) throws -> BinaryReader {
+        var reader = BinaryReader(data: data, file: file)
         guard data.count >= magic.count, data.prefix(magic.count) == magic else {
             throw reader.corrupt("not an ObjectStore atomic store (wrong magic)", at: 0)
         }
@@ -107,7 +107,7 @@ enum AtomicFormat {
         return reader
     }
 
-    static func readMetadata(_ reader: inout Reader) throws -> StoreMetadata {
+    static func readMetadata(_ reader: inout BinaryReader) throws -> StoreMetadata {
         let start = reader.offset
         let length = try reader.length()
         let bytes = try reader.bytes(length)
@@ -123,7 +123,7 @@ enum AtomicFormat {
         let nameCount = try reader.count()
         var names: [String] = []
         for _ in 0..<nameCount { names.append(try reader.string()) }
-        func name(_ reader: inout Reader) throws -> String {
+        func name(_ reader: inout BinaryReader) throws -> String {
             let at = reader.offset
             let i = try reader.varint()
             guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
@@ -165,144 +165,3 @@ enum AtomicFormat {
     }
 }
 
-/// Little-endian, varint-based writer.
-struct Writer {
-    var data = Data()
-
-    mutating func bytes(_ bytes: Data) { data.append(bytes) }
-    mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-    mutating func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 { data.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }
-        data.append(UInt8(v))
-    }
-    mutating func signed(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
-    mutating func string(_ s: String) { let u = Data(s.utf8); varint(UInt64(u.count)); data.append(u) }
-
-    mutating func value(_ value: Value?) {
-        guard let value else { data.append(0); return }
-        switch value {
-        case .integer(let v): data.append(1); signed(v)
-        case .double(let v): data.append(2); fixed(v.bitPattern)
-        case .decimal(let v): data.append(3); string(v.description)
-        case .string(let v): data.append(4); string(v)
-        case .boolean(let v): data.append(v ? 6 : 5)
-        case .date(let v): data.append(7); fixed(v.timeIntervalSinceReferenceDate.bitPattern)
-        case .data(let v): data.append(8); varint(UInt64(v.count)); data.append(v)
-        case .uuid(let v): data.append(9); withUnsafeBytes(of: v.uuid) { data.append(contentsOf: $0) }
-        case .uri(let v): data.append(10); string(v.absoluteString)
-        }
-    }
-}
-
-/// A bounds-checked reader: every length and count is checked against the
-/// bytes that remain, so no allocation is sized by an unchecked number.
-struct Reader {
-    let data: Data
-    let file: String
-    var offset = 0
-    var end: Int
-
-    init(data: Data, file: String) {
-        self.data = data
-        self.file = file
-        self.end = data.count
-    }
-
-    func corrupt(_ message: String, at offset: Int) -> StoreError {
-        StoreError(.corrupt, "\(message) (at byte offset \(offset))", url: URL(filePath: file))
-    }
-
-    private func need(_ n: Int) throws {
-        guard n >= 0, n <= end - offset else {
-            throw corrupt("truncated: \(n) bytes needed, \(end - offset) left", at: offset)
-        }
-    }
-
-    mutating func byte() throws -> UInt8 {
-        try need(1)
-        defer { offset += 1 }
-        return data[data.startIndex + offset]
-    }
-
-    mutating func bytes(_ n: Int) throws -> Data {
-        try need(n)
-        defer { offset += n }
-        return data.subdata(in: (data.startIndex + offset)..<(data.startIndex + offset + n))
-    }
-
-    mutating func fixed<T: FixedWidthInteger>() throws -> T {
-        let raw = try bytes(MemoryLayout<T>.size)
-        var v: T = 0
-        for (i, b) in raw.enumerated() { v |= T(b) << (8 * i) }
-        return v
-    }
-
-    mutating func varint() throws -> UInt64 {
-        let start = offset
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let b = try byte()
-            if shift == 63 && b > 1 { throw corrupt("varint overflows 64 bits", at: start) }
-            result |= UInt64(b & 0x7f) << shift
-            if b & 0x80 == 0 { return result }
-            shift += 7
-            if shift > 63 { throw corrupt("varint longer than 10 bytes", at: start) }
-        }
-    }
-
-    mutating func signed() throws -> Int64 {
-        let v = try varint()
-        return Int64(bitPattern: (v >> 1) ^ (0 &- (v & 1)))
-    }
-
-    /// A byte length: at most what remains.
-    mutating func length() throws -> Int {
-        let at = offset
-        let v = try varint()
-        guard v <= UInt64(end - offset) else { throw corrupt("length \(v) runs past the end of the data", at: at) }
-        return Int(v)
-    }
-
-    /// An element count: each element takes at least one byte, so at most what remains.
-    mutating func count() throws -> Int {
-        let at = offset
-        let v = try varint()
-        guard v <= UInt64(end - offset) + 1 else { throw corrupt("count \(v) is larger than the data could hold", at: at) }
-        return Int(v)
-    }
-
-    mutating func string() throws -> String {
-        let at = offset
-        let raw = try bytes(try length())
-        guard let s = String(data: raw, encoding: .utf8) else { throw corrupt("a string is not valid UTF-8", at: at) }
-        return s
-    }
-
-    mutating func value() throws -> Value? {
-        let at = offset
-        switch try byte() {
-        case 0: return nil
-        case 1: return .integer(try signed())
-        case 2: return .double(Double(bitPattern: try fixed()))
-        case 3:
-            let text = try string()
-            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("bad decimal \(text)", at: at) }
-            return .decimal(d)
-        case 4: return .string(try string())
-        case 5: return .boolean(false)
-        case 6: return .boolean(true)
-        case 7: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed())))
-        case 8: return .data(try bytes(try length()))
-        case 9:
-            let raw = try bytes(16)
-            return .uuid(raw.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
-        case 10:
-            let text = try string()
-            guard let url = URL(string: text) else { throw corrupt("bad URI \(text)", at: at) }
-            return .uri(url)
-        case let tag: throw corrupt("unknown value tag \(tag)", at: at)
-        }
-    }
-}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import AtomicStore
 import InMemoryStore
+import LMDBStore
 import ObjectModel
 import ObjectStore
 import SQLiteStore
@@ -23,6 +24,7 @@ struct ObjectStoreCommand: ParsableCommand {
         InMemoryStore.register()
         SQLiteStore.register()
         AtomicStore.register()
+        LMDBStore.register()
         do {
             var command = try parseAsRoot()
             try command.run()

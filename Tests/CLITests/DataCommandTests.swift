@@ -64,7 +64,7 @@ let everythingData = """
 
 @Suite("objectstore data commands")
 struct DataCommandTests {
-    @Test("import → export → import → export is byte-identical", arguments: ["sqlite", "atomic"])
+    @Test("import → export → import → export is byte-identical", arguments: ["sqlite", "atomic", "lmdb"])
     func roundTrip(_ type: String) throws {
         let workspace = try Workspace()
         let model = try workspace.write(everythingModel, to: "model.json")
@@ -149,7 +149,7 @@ struct DataCommandTests {
     func lifecycle() throws {
         let workspace = try Workspace()
         let model = try workspace.write(everythingModel, to: "model.json")
-        for (name, type) in [("a.sqlite", "sqlite"), ("b.db", "sqlite"), ("c.store", "atomic"), ("d.bin", "atomic")] {
+        for (name, type) in [("a.sqlite", "sqlite"), ("b.db", "sqlite"), ("c.store", "atomic"), ("d.bin", "atomic"), ("e.lmdb", "lmdb"), ("f.mdb", "lmdb")] {
             let path = workspace.url.appending(path: name).path
             let created = try CLI.run("create", path, "--model", model)
             #expect(created.stdout == "created \(type) store \(path)\n")

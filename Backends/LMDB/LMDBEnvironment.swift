@@ -1,0 +1,222 @@
+import CLMDB
+import Foundation
+import ObjectStore
+
+/// An LMDB return code that is not `MDB_SUCCESS`.
+struct LMDBError: Error {
+    let code: Int32
+    let what: String
+    var message: String { "\(what): \(String(cString: mdb_strerror(code))) (LMDB code \(code))" }
+}
+
+/// One LMDB environment: a data file with `MDB_NOSUBDIR` and its `-lock` file.
+///
+/// Not `Sendable`: it lives inside its store's lock. Every return code is checked
+/// where the call is made; values are copied out before their transaction ends.
+final class LMDBEnvironment {
+    let handle: OpaquePointer
+    let path: String
+    let readOnly: Bool
+    private(set) var databases: [String: MDB_dbi] = [:]
+    private var closed = false
+
+    static let maxDatabases: UInt32 = 2_048
+    static let minimumMapSize = 64 << 20
+
+    /// Opens the environment; `mapSize` is the first map size (it grows when full).
+    init(path: String, readOnly: Bool, mapSize: Int? = nil) throws {
+        var env: OpaquePointer?
+        try Self.check(mdb_env_create(&env), "cannot create an LMDB environment")
+        guard let env else { throw LMDBError(code: EINVAL, what: "mdb_env_create returned no environment") }
+        do {
+            try Self.check(mdb_env_set_maxdbs(env, Self.maxDatabases), "cannot set the number of databases")
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+            try Self.check(mdb_env_set_mapsize(env, max(mapSize ?? Self.minimumMapSize, size * 2)), "cannot set the map size")
+            var flags: LMDBEnvironmentFlags = [.noSubdirectory, .noThreadLocalStorage]
+            if readOnly { flags.insert(.readOnly) }
+            try Self.check(mdb_env_open(env, path, flags.rawValue, 0o644), "cannot open the LMDB environment")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        handle = env
+        self.path = path
+        self.readOnly = readOnly
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        mdb_env_close(handle)
+    }
+
+    static func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
+        guard rc == MDB_SUCCESS else { throw LMDBError(code: rc, what: what()) }
+    }
+
+    /// Opens (creating when `create`) the named databases; missing ones are skipped when not creating.
+    func openDatabases(_ names: [String], create: Bool) throws {
+        try (create ? write : read) { txn in
+            for name in names where databases[name] == nil {
+                var dbi: MDB_dbi = 0
+                let rc = mdb_dbi_open(txn.handle, name, create ? LMDBDatabaseFlags.create.rawValue : 0, &dbi)
+                if rc == MDB_NOTFOUND && !create { continue }
+                try Self.check(rc, "cannot open database \(name)")
+                txn.opened.append((name, dbi))
+            }
+        }
+    }
+
+    fileprivate func adopt(_ opened: [(String, MDB_dbi)]) {
+        for (name, dbi) in opened { databases[name] = dbi }
+    }
+
+    /// Runs `body` in a read-only transaction.
+    func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        for attempt in 0..<2 {
+            var txn: OpaquePointer?
+            let rc = mdb_txn_begin(handle, nil, LMDBTransactionFlags.readOnly.rawValue, &txn)
+            if rc == MDB_MAP_RESIZED && attempt == 0 {
+                // Another process grew the map: adopt its size and try again.
+                try Self.check(mdb_env_set_mapsize(handle, 0), "cannot adopt the new map size")
+                continue
+            }
+            try Self.check(rc, "cannot begin a read transaction")
+            let transaction = LMDBTransaction(handle: txn!, environment: self)
+            let result: T
+            do {
+                result = try body(transaction)
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            // Commit frees the transaction whatever it returns: never abort after it.
+            try Self.check(mdb_txn_commit(txn), "cannot end a read transaction")
+            adopt(transaction.opened)
+            return result
+        }
+        throw LMDBError(code: MDB_MAP_RESIZED, what: "the map kept changing size")
+    }
+
+    /// Runs `body` in a write transaction, committed if it returns. When the map
+    /// is full the transaction is abandoned, the map doubled, and `body` run again.
+    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        while true {
+            var txn: OpaquePointer?
+            try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
+            let transaction = LMDBTransaction(handle: txn!, environment: self)
+            let result: T
+            do {
+                result = try body(transaction)
+            } catch let error as LMDBError where error.code == MDB_MAP_FULL {
+                mdb_txn_abort(txn)
+                try grow()
+                continue
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            // Commit frees the transaction whatever it returns: never abort after it.
+            let rc = mdb_txn_commit(txn)
+            if rc == MDB_MAP_FULL {
+                try grow()
+                continue
+            }
+            try Self.check(rc, "cannot commit")
+            adopt(transaction.opened)
+            return result
+        }
+    }
+
+    /// The current map size in bytes.
+    var mapSize: Int {
+        var info = MDB_envinfo()
+        return mdb_env_info(handle, &info) == MDB_SUCCESS ? info.me_mapsize : 0
+    }
+
+    private func grow() throws {
+        var info = MDB_envinfo()
+        try Self.check(mdb_env_info(handle, &info), "cannot read the environment's size")
+        try Self.check(mdb_env_set_mapsize(handle, info.me_mapsize * 2), "cannot grow the map")
+    }
+}
+
+/// One transaction. Valid only inside the closure it was given to.
+final class LMDBTransaction {
+    let handle: OpaquePointer
+    unowned let environment: LMDBEnvironment
+    fileprivate var opened: [(String, MDB_dbi)] = []
+
+    init(handle: OpaquePointer, environment: LMDBEnvironment) {
+        self.handle = handle
+        self.environment = environment
+    }
+
+    func database(_ name: String) -> MDB_dbi? {
+        environment.databases[name] ?? opened.first { $0.0 == name }?.1
+    }
+
+    /// The value under `key`, copied out of the map; nil when absent.
+    func get(_ name: String, _ key: Data) throws -> Data? {
+        guard let dbi = database(name) else { return nil }
+        return try key.withUnsafeBytes { keyBytes in
+            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            var v = MDB_val()
+            let rc = mdb_get(handle, dbi, &k, &v)
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBEnvironment.check(rc, "cannot read from \(name)")
+            return v.mv_size == 0 ? Data() : Data(bytes: v.mv_data, count: v.mv_size)
+        }
+    }
+
+    func put(_ name: String, _ key: Data, _ value: Data, flags: LMDBWriteFlags = []) throws {
+        guard let dbi = database(name) else { throw LMDBError(code: MDB_NOTFOUND, what: "no database \(name)") }
+        try key.withUnsafeBytes { keyBytes in
+            try value.withUnsafeBytes { valueBytes in
+                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+                var v = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
+                try LMDBEnvironment.check(mdb_put(handle, dbi, &k, &v, flags.rawValue), "cannot write to \(name)")
+            }
+        }
+    }
+
+    @discardableResult
+    func delete(_ name: String, _ key: Data) throws -> Bool {
+        guard let dbi = database(name) else { return false }
+        return try key.withUnsafeBytes { keyBytes in
+            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            let rc = mdb_del(handle, dbi, &k, nil)
+            if rc == MDB_NOTFOUND { return false }
+            try LMDBEnvironment.check(rc, "cannot delete from \(name)")
+            return true
+        }
+    }
+
+    /// Keys in ascending order, starting at the first key ≥ `from`, at most `limit`.
+    func keys(_ name: String, from: Data?, limit: Int?) throws -> [Data] {
+        guard let dbi = database(name) else { return [] }
+        var cursor: OpaquePointer?
+        try LMDBEnvironment.check(mdb_cursor_open(handle, dbi, &cursor), "cannot open a cursor on \(name)")
+        defer { mdb_cursor_close(cursor) }
+        var keys: [Data] = []
+        var k = MDB_val()
+        var v = MDB_val()
+        var rc: Int32
+        if let from {
+            rc = from.withUnsafeBytes { bytes in
+                k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+            }
+        } else {
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
+        }
+        while rc == MDB_SUCCESS && keys.count < (limit ?? Int.max) {
+            keys.append(Data(bytes: k.mv_data, count: k.mv_size))
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try LMDBEnvironment.check(rc, "cannot walk \(name)") }
+        return keys
+    }
+}

@@ -1,0 +1,131 @@
+import CLMDB
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// The `lmdb` store type: the data file and its `-lock` file.
+public struct LMDBStoreType: StoreType {
+    /// Creates the type.
+    public init() {}
+
+    public var name: String { LMDBStore.typeName }
+
+    /// The data file and `<file>-lock`.
+    public func fileURLs(for url: URL) -> [URL] {
+        [url, url.deletingLastPathComponent().appending(path: url.lastPathComponent + "-lock")]
+    }
+
+    /// LMDB's meta page: the magic `0xBEEFC0DE` and data version 1 after the 16-byte page header.
+    public func recognizes(header: Data) -> Bool {
+        header.count >= 24 && Self.uint32(header, 16) == Self.magic && Self.uint32(header, 20) == 1
+    }
+
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        let (environment, metadata) = try Self.openExisting(url, readOnly: true)
+        environment.close()
+        return metadata
+    }
+
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        let (environment, _) = try Self.openExisting(url, readOnly: false)
+        defer { environment.close() }
+        try Self.mapping(url) {
+            try environment.write { txn in try txn.put(LMDBLayout.meta, LMDBLayout.metadataKey, try PropertyListValue.binaryPropertyList(metadata.values)) }
+        }
+    }
+
+    public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
+        guard let url else { throw StoreError(.notFound, "an LMDB store needs a file URL (use the memory type for an anonymous store)") }
+        return try LMDBStore(url: url, model: model, options: options)
+    }
+
+    // MARK: Shared helpers
+
+    static let magic: UInt32 = 0xBEEF_C0DE
+
+    static func uint32(_ data: Data, _ at: Int) -> UInt32 {
+        data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+    }
+
+    static func uint64(_ data: Data, _ at: Int) -> UInt64 {
+        data.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+    }
+
+    /// Converts LMDB's errors to the store error.
+    static func mapping<T>(_ url: URL, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as LMDBError {
+            let code: StoreError.Code = switch error.code {
+            case MDB_CORRUPTED, MDB_INVALID, MDB_VERSION_MISMATCH, MDB_PAGE_NOTFOUND: .corrupt
+            case EACCES, EROFS: .readOnly
+            default: .io
+            }
+            throw StoreError(code, error.message, url: url)
+        }
+    }
+
+    /// Checks the two meta pages before LMDB maps the file: LMDB trusts them, and a
+    /// file shorter than they claim would fault when mapped, not fail.
+    static func checkFile(_ url: URL) throws {
+        let data: Data
+        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
+            throw StoreError(.notFound, "no LMDB store", url: url)
+        }
+        guard data.count >= 152, LMDBStoreType().recognizes(header: data) else {
+            throw StoreError(.corrupt, "not an LMDB environment (no LMDB meta page at the start)", url: url)
+        }
+        let pageSize = Int(uint32(data, 40))
+        guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
+            throw StoreError(.corrupt, "the meta page's page size \(pageSize) is invalid", url: url)
+        }
+        guard data.count >= 2 * pageSize, data.count % pageSize == 0 else {
+            throw StoreError(.corrupt, "truncated: \(data.count) bytes is not a whole number of \(pageSize)-byte pages", url: url)
+        }
+        var best: (txn: UInt64, last: UInt64)?
+        for page in 0..<2 {
+            let base = page * pageSize
+            guard uint32(data, base + 16) == magic, uint32(data, base + 20) == 1 else {
+                throw StoreError(.corrupt, "meta page \(page) is damaged", url: url)
+            }
+            let meta = (txn: uint64(data, base + 144), last: uint64(data, base + 136))
+            if best == nil || meta.txn > best!.txn { best = meta }
+        }
+        let pages = UInt64(data.count / pageSize)
+        guard let best, best.last < pages else {
+            throw StoreError(.corrupt, "truncated: the meta page names page \(best?.last ?? 0), the file holds \(pages) pages", url: url)
+        }
+    }
+
+    /// Opens an existing store and reads its metadata; a failed open leaves no lock file it created.
+    static func openExisting(_ url: URL, readOnly: Bool) throws -> (LMDBEnvironment, StoreMetadata) {
+        try checkFile(url)
+        let lockFile = LMDBStoreType().fileURLs(for: url)[1]
+        let lockExisted = FileManager.default.fileExists(atPath: lockFile.path)
+        var environment: LMDBEnvironment?
+        do {
+            let opened = try mapping(url) { try LMDBEnvironment(path: url.path, readOnly: readOnly) }
+            environment = opened
+            try mapping(url) { try opened.openDatabases([LMDBLayout.meta], create: false) }
+            let metadata = try mapping(url) { try opened.read { try readMetadata($0, url: url) } }
+            return (opened, metadata)
+        } catch {
+            environment?.close()
+            if !lockExisted { try? FileManager.default.removeItem(at: lockFile) }
+            throw error
+        }
+    }
+
+    static func readMetadata(_ txn: LMDBTransaction, url: URL) throws -> StoreMetadata {
+        guard txn.database(LMDBLayout.meta) != nil else {
+            throw StoreError(.corrupt, "an LMDB environment, but not a store (no meta database)", url: url)
+        }
+        guard let data = try txn.get(LMDBLayout.meta, LMDBLayout.metadataKey) else {
+            throw StoreError(.corrupt, "the store holds no metadata", url: url)
+        }
+        guard let values = PropertyListValue.decodeDictionary(data) else {
+            throw StoreError(.corrupt, "the metadata is not a property list dictionary", url: url)
+        }
+        return StoreMetadata(values)
+    }
+}
