@@ -13,7 +13,7 @@ import Synchronization
 /// Primary keys are handed out from memory and recorded in the file with the
 /// next save; every key a saved object has ever used is below the recorded
 /// counter, so no stored key is ever reused.
-public final class AtomicStore: PersistentStore {
+public final class AtomicStore: RecordTablesStore {
     /// The registered type name, `atomic`.
     public static let typeName = "atomic"
 
@@ -56,39 +56,6 @@ public final class AtomicStore: PersistentStore {
         state = Mutex(tables)
     }
 
-    public func metadata() throws -> StoreMetadata { try read { $0.metadata } }
-
-    public func setMetadata(_ metadata: StoreMetadata) throws {
-        try write { $0.metadata = metadata }
-    }
-
-    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        try read { $0 }.fetch(request, model: model)
-    }
-
-    public func count(_ request: FetchRequest) throws -> Int {
-        try read { $0 }.count(request, model: model)
-    }
-
-    public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { try $0.record(for: key, model: model) }
-    }
-
-    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
-    }
-
-    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
-
-    public func save(_ changes: ChangeSet) throws {
-        try write { tables in
-            try tables.validate(changes, model: model, storeID: identifier)
-            tables.apply(changes, model: model)
-        }
-    }
-
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
         try checkWritable()
         return try state.withLock { tables in
@@ -97,10 +64,6 @@ public final class AtomicStore: PersistentStore {
             countersChanged.withLock { $0 = true }
             return range
         }
-    }
-
-    public func bulkInsert(_ records: [ObjectRecord]) throws {
-        try save(ChangeSet(inserted: records))
     }
 
     /// Closes the store, first recording key counters that moved since the last save.
@@ -113,7 +76,7 @@ public final class AtomicStore: PersistentStore {
         }
     }
 
-    private func read<T>(_ body: (RecordTables) throws -> T) throws -> T {
+    public func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
         try state.withLock { tables in
             guard let tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
             return try body(tables)
@@ -125,7 +88,7 @@ public final class AtomicStore: PersistentStore {
     }
 
     /// Applies `body` to a copy, writes the copy to disk, and only then keeps it.
-    private func write<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+    public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         try checkWritable()
         return try state.withLock { tables in
             guard var copy = tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }

@@ -15,7 +15,7 @@ import Synchronization
 /// InMemoryStore.register()
 /// let store = try InMemoryStore(model: model)
 /// ```
-public final class InMemoryStore: PersistentStore {
+public final class InMemoryStore: RecordTablesStore {
     /// The registered type name, `memory`.
     public static let typeName = "memory"
 
@@ -53,60 +53,20 @@ public final class InMemoryStore: PersistentStore {
         self.identifier = metadata.storeUUID ?? UUID()
     }
 
-    public func metadata() throws -> StoreMetadata {
-        try read { $0.metadata }
-    }
-
-    public func setMetadata(_ metadata: StoreMetadata) throws {
-        try write { $0.metadata = metadata }
-    }
-
-    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        // Evaluate on a copy (copy-on-write, so cheap) outside the lock.
-        try read { $0 }.fetch(request, model: model)
-    }
-
-    public func count(_ request: FetchRequest) throws -> Int {
-        try read { $0 }.count(request, model: model)
-    }
-
-    public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { try $0.record(for: key, model: model) }
-    }
-
-    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
-    }
-
-    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
-
-    public func save(_ changes: ChangeSet) throws {
-        try write { tables in
-            try tables.validate(changes, model: model, storeID: identifier)
-            tables.apply(changes, model: model)
-        }
-    }
-
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        try write { try $0.allocatePrimaryKeys(entity: entity, count: count, model: model) }
-    }
-
-    public func bulkInsert(_ records: [ObjectRecord]) throws {
-        try save(ChangeSet(inserted: records))
+        try writeTables { try $0.allocatePrimaryKeys(entity: entity, count: count, model: model) }
     }
 
     public func close() throws {
         isClosed.store(true, ordering: .releasing)
     }
 
-    private func read<T>(_ body: (RecordTables) throws -> T) throws -> T {
+    public func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
         if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
         return try database.tables.withLock { try body($0) }
     }
 
-    private func write<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+    public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
         return try database.tables.withLock { try body(&$0) }

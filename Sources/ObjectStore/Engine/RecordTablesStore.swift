@@ -1,0 +1,58 @@
+import Foundation
+import ObjectModel
+
+/// A store that keeps its objects in ``RecordTables``: it supplies locked read
+/// and write access to them, and gets the whole contract's reads and writes.
+///
+/// The in-memory and atomic-file stores are such stores; they differ only in
+/// what a write does besides changing the tables (the atomic store rewrites its file).
+public protocol RecordTablesStore: PersistentStore {
+    /// Runs `body` on the tables, under the store's lock.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/closed`` once the store is closed.
+    func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T
+    /// Runs `body` on the tables and makes its changes durable, all or nothing.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/readOnly`` or ``StoreError/Code/closed``.
+    func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T
+}
+
+extension RecordTablesStore {
+    public func metadata() throws -> StoreMetadata {
+        try readTables { $0.metadata }
+    }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        try writeTables { $0.metadata = metadata }
+    }
+
+    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        // Evaluate on a copy (copy-on-write, so cheap) outside the lock.
+        try readTables { $0 }.fetch(request, model: model)
+    }
+
+    public func count(_ request: FetchRequest) throws -> Int {
+        try readTables { $0 }.count(request, model: model)
+    }
+
+    public func record(for key: ObjectKey) throws -> ObjectRecord? {
+        try readTables { try $0.record(for: key, model: model) }
+    }
+
+    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
+        try readTables { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
+    }
+
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try readTables { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+    }
+
+    public func save(_ changes: ChangeSet) throws {
+        try writeTables { tables in
+            try tables.validate(changes, model: model, storeID: identifier)
+            tables.apply(changes, model: model)
+        }
+    }
+
+    public func bulkInsert(_ records: [ObjectRecord]) throws {
+        try save(ChangeSet(inserted: records))
+    }
+}
