@@ -70,6 +70,13 @@ let package = Package(
             name: "LMDBStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "LMDBStore", "CLMDB", "ObjectStoreTesting"]
         ),
+        .testTarget(
+            name: "MigrationTests",
+            dependencies: [
+                "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
+                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore",
+            ]
+        ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore"]),
     ],
     swiftLanguageModes: [.v6]

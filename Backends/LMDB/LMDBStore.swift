@@ -128,6 +128,11 @@ public final class LMDBStore: PersistentStore {
         }
     }
 
+    public func lastAllocatedKey(entity: String) throws -> Int64 {
+        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try read { try LMDBLayout.counter($0, root) }
+    }
+
     public func bulkInsert(_ records: [ObjectRecord]) throws {
         try save(ChangeSet(inserted: records))
     }

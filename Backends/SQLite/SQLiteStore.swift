@@ -147,6 +147,14 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    public func lastAllocatedKey(entity: String) throws -> Int64 {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        let root = Int64(schema.entities[description.rootName]!.number)
+        return try withReader { reader in
+            try reader.connection.statement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").rows([.integer(root)]) { $0.int64(0) }.first ?? 0
+        }
+    }
+
     public func bulkInsert(_ records: [ObjectRecord]) throws {
         try save(ChangeSet(inserted: records))
     }

@@ -52,6 +52,11 @@ extension RecordTablesStore {
         }
     }
 
+    public func lastAllocatedKey(entity: String) throws -> Int64 {
+        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try readTables { $0.lastKey[root] ?? 0 }
+    }
+
     public func bulkInsert(_ records: [ObjectRecord]) throws {
         try save(ChangeSet(inserted: records))
     }

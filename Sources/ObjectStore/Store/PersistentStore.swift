@@ -50,6 +50,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     func save(_ changes: ChangeSet) throws
     /// Reserves `count` new primary keys for `entity`'s hierarchy; keys are never reused.
     func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64>
+    /// The last primary key handed out in `entity`'s hierarchy (0 when none was).
+    func lastAllocatedKey(entity: String) throws -> Int64
     /// Inserts many new objects with caller-chosen primary keys (for migration
     /// and import), atomically; the key counter moves past the largest key.
     func bulkInsert(_ records: [ObjectRecord]) throws

@@ -1,0 +1,262 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// One migration's state, as entity migration policies see it: the two
+/// stores, the association of source to destination objects, and the
+/// buffered writes.
+///
+/// Not `Sendable`: a migration runs on one thread.
+public final class MigrationContext {
+    /// The source store, opened read-only.
+    public let sourceStore: any PersistentStore
+    /// The destination store being filled.
+    public let destinationStore: any PersistentStore
+    /// The mapping model.
+    public let mappingModel: MappingModel
+    let batchSize: Int
+
+    /// Mappings whose destination objects keep their source object's primary key.
+    private var keepsKeys: Set<String> = []
+    /// Mappings whose association is implicit (same key, every source object mapped once).
+    private var implicit: Set<String> = []
+    /// Explicit associations: mapping name → source primary key → destination keys.
+    private var explicit: [String: [Int64: [ObjectKey]]] = [:]
+    private var bySourceEntity: [String: [EntityMapping]] = [:]
+    private var pendingInserts: [ObjectRecord] = []
+    private var pendingUpdates: [ObjectKey: ObjectUpdate] = [:]
+    private var updateOrder: [ObjectKey] = []
+    private var reserved: [String: ClosedRange<Int64>] = [:]
+
+    /// The model of the source store.
+    public var sourceModel: ManagedObjectModel { sourceStore.model }
+    /// The model of the destination store.
+    public var destinationModel: ManagedObjectModel { destinationStore.model }
+
+    init(source: any PersistentStore, destination: any PersistentStore, mapping: MappingModel, batchSize: Int) {
+        sourceStore = source
+        destinationStore = destination
+        mappingModel = mapping
+        self.batchSize = batchSize
+        // Keys are kept when one source hierarchy alone fills a destination hierarchy;
+        // a second source hierarchy moving in gets new keys, or keys would collide.
+        var rootOwner: [String: String] = [:]
+        for m in mapping.entityMappings {
+            guard let s = m.sourceEntity, let d = m.destinationEntity, m.kind == .copy || m.kind == .transform,
+                  let sourceRoot = source.model.entity(named: s)?.rootName,
+                  let destinationRoot = destination.model.entity(named: d)?.rootName else { continue }
+            if rootOwner[destinationRoot] == nil { rootOwner[destinationRoot] = sourceRoot }
+            if rootOwner[destinationRoot] == sourceRoot {
+                keepsKeys.insert(m.name)
+                if m.policyName == nil && m.sourceFilter == nil { implicit.insert(m.name) }
+            }
+        }
+        for m in mapping.entityMappings {
+            if let s = m.sourceEntity { bySourceEntity[s, default: []].append(m) }
+        }
+    }
+
+    /// Whether the mapping's destination objects keep their source keys.
+    func keepsKeys(_ mapping: EntityMapping) -> Bool { keepsKeys.contains(mapping.name) }
+
+    private func keptRoot(_ mapping: EntityMapping) -> String? {
+        mapping.destinationEntity.flatMap { destinationModel.entity(named: $0)?.rootName }
+    }
+
+    /// Moves each destination hierarchy's key counter past the keys its source hierarchy
+    /// handed out, so kept keys and new keys never meet, and no key is reused.
+    func reserveKeptKeys() throws {
+        var done: Set<String> = []
+        for mapping in mappingModel.entityMappings where keepsKeys(mapping) {
+            guard let root = keptRoot(mapping), let source = mapping.sourceEntity, done.insert(root).inserted else { continue }
+            let last = try sourceStore.lastAllocatedKey(entity: source) - destinationStore.lastAllocatedKey(entity: root)
+            if last > 0 { _ = try destinationStore.allocatePrimaryKeys(entity: root, count: Int(last)) }
+        }
+    }
+
+    // MARK: Association
+
+    /// The destination objects made from a source object, by one mapping or by any.
+    public func destinationKeys(for source: ObjectKey, mapping name: String? = nil) -> [ObjectKey] {
+        let mappings = name.flatMap { mappingModel.mapping(named: $0) }.map { [$0] } ?? bySourceEntity[source.entity] ?? []
+        return mappings.flatMap { m -> [ObjectKey] in
+            if implicit.contains(m.name), m.sourceEntity == source.entity, let d = m.destinationEntity {
+                return [ObjectKey(d, source.primaryKey)]
+            }
+            return explicit[m.name]?[source.primaryKey] ?? []
+        }
+    }
+
+    // MARK: Phase 1
+
+    /// Makes a destination object for `source` (phase 1). Attributes the caller
+    /// leaves out take their default; the object is associated with `source`.
+    @discardableResult
+    public func insertDestination(entity: String, attributes: [String: Value], for source: ObjectKey,
+                                  mapping: EntityMapping) throws -> ObjectKey {
+        guard let description = destinationModel.entity(named: entity), !description.isAbstract else {
+            throw MigrationError(.invalidMapping, "no concrete destination entity named \(entity)", mapping: mapping.name)
+        }
+        var values: [String: Value] = [:]
+        for attribute in description.storedAttributes {
+            guard let value = attributes[attribute.name] ?? attribute.defaultValue else { continue }
+            guard let coerced = attribute.type.coerce(value) else {
+                throw MigrationError(.expression, "\(entity).\(attribute.name): \(value.kindName) \(value) is not a valid \(attribute.type.modelName)",
+                                     mapping: mapping.name, phase: .createObjects, sourceObject: source)
+            }
+            values[attribute.name] = coerced
+        }
+        for name in attributes.keys where description.attributesByName[name]?.isTransient != false {
+            throw MigrationError(.invalidMapping, "\(entity) has no stored attribute named \(name)", mapping: mapping.name)
+        }
+        let key: ObjectKey
+        let first = (explicit[mapping.name]?[source.primaryKey] ?? []).isEmpty
+        if implicit.contains(mapping.name) || (keepsKeys(mapping) && first && description.rootName == keptRoot(mapping)) {
+            key = ObjectKey(entity, source.primaryKey)
+        } else {
+            key = ObjectKey(entity, try newKey(description.rootName))
+        }
+        if !implicit.contains(mapping.name) { explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(key) }
+        pendingInserts.append(ObjectRecord(key: key, attributes: values))
+        if pendingInserts.count >= batchSize { try flush() }
+        return key
+    }
+
+    private func newKey(_ root: String) throws -> Int64 {
+        if let range = reserved[root], !range.isEmpty {
+            reserved[root] = range.dropFirst().isEmpty ? nil : (range.lowerBound + 1)...range.upperBound
+            return range.lowerBound
+        }
+        let range = try destinationStore.allocatePrimaryKeys(entity: root, count: 256)
+        reserved[root] = (range.lowerBound + 1)...range.upperBound
+        return range.lowerBound
+    }
+
+    /// The destination attribute values the mapping's expressions give for `source`.
+    public func mappedAttributes(for source: ObjectRecord, mapping: EntityMapping) throws -> [String: Value] {
+        var values: [String: Value] = [:]
+        for (name, expression) in mapping.attributeMappings {
+            if let value = try evaluate(expression, on: source).value { values[name] = value }
+        }
+        return values
+    }
+
+    // MARK: Phase 2
+
+    /// The destination relationships the mapping's expressions give for the destination made from `source`.
+    public func mappedRelationships(for source: ObjectRecord, mapping: EntityMapping, destination: ObjectKey) throws -> [(String, [ObjectKey])] {
+        guard let entity = destinationModel.entity(named: destination.entity) else { return [] }
+        var result: [(String, [ObjectKey])] = []
+        for (name, expression) in mapping.relationshipMappings.sorted(by: { $0.key < $1.key }) {
+            guard let relationship = entity.relationshipsByName[name], !relationship.isTransient else {
+                throw MigrationError(.invalidMapping, "\(destination.entity) has no stored relationship named \(name)", mapping: mapping.name)
+            }
+            var targets: [ObjectKey]
+            switch try evaluate(expression, on: source) {
+            case .value(nil): targets = []
+            case .value(let v?): throw MigrationError(.expression, "\(destination.entity).\(name): the expression gave the value \(v), not objects",
+                                                      mapping: mapping.name, phase: .createRelationships, sourceObject: source.key)
+            case .objects(let keys): targets = keys.flatMap { destinationKeys(for: $0) }
+            case .destinationObjects(let keys): targets = keys
+            }
+            var seen: Set<ObjectKey> = []
+            targets = targets.filter { seen.insert($0).inserted && (destinationModel.entity(named: $0.entity)?.isKind(of: relationship.destination) ?? false) }
+            // A to-many that became a to-one keeps its first object.
+            if !relationship.isToMany { targets = Array(targets.prefix(1)) }
+            result.append((name, targets))
+        }
+        return result
+    }
+
+    /// Sets a relationship of a destination object (phase 2).
+    public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey]) throws {
+        guard let relationship = destinationModel.entity(named: destination.entity)?.relationshipsByName[name] else {
+            throw MigrationError(.invalidMapping, "\(destination.entity) has no relationship named \(name)")
+        }
+        if pendingUpdates[destination] == nil {
+            pendingUpdates[destination] = ObjectUpdate(key: destination)
+            updateOrder.append(destination)
+        }
+        if relationship.isToMany {
+            pendingUpdates[destination]!.toMany[name] = targets
+        } else {
+            pendingUpdates[destination]!.toOne[name] = .some(targets.first)
+        }
+        if pendingUpdates.count >= batchSize { try flush() }
+    }
+
+    /// Writes what is buffered.
+    func flush() throws {
+        if !pendingInserts.isEmpty {
+            try destinationStore.bulkInsert(pendingInserts)
+            pendingInserts.removeAll(keepingCapacity: true)
+        }
+        if !pendingUpdates.isEmpty {
+            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }))
+            pendingUpdates.removeAll(keepingCapacity: true)
+            updateOrder.removeAll(keepingCapacity: true)
+        }
+    }
+
+    // MARK: Expressions
+
+    /// Evaluates an expression on a source object to a value.
+    public func value(of expression: MappingExpression, on source: ObjectRecord) throws -> Value? {
+        try evaluate(expression, on: source).value
+    }
+
+    func evaluate(_ expression: MappingExpression, on source: ObjectRecord) throws -> Evaluated {
+        switch expression {
+        case .constant(let v): return .value(v)
+        case .source(let path): return try resolve(path, on: source)
+        case .call(let name, let arguments):
+            let values = try arguments.map { argument -> Value? in
+                switch try evaluate(argument, on: source) {
+                case .value(let v): return v
+                default: throw MigrationError(.expression, "\(name): an argument is a set of objects, not a value", sourceObject: source.key)
+                }
+            }
+            do {
+                return .value(try MappingFunctions.call(name, values))
+            } catch var error as MigrationError {
+                error.sourceObject = source.key
+                throw error
+            }
+        case .destinations(let mapping, let inner):
+            switch try evaluate(inner, on: source) {
+            case .objects(let keys): return .destinationObjects(keys.flatMap { destinationKeys(for: $0, mapping: mapping) })
+            case .value(nil): return .destinationObjects([])
+            default: throw MigrationError(.expression, "destinations: the argument must give source objects", sourceObject: source.key)
+            }
+        case .custom(let closure):
+            return .value(try closure(MappingInput(source: source, value: { path in try self.resolve(path, on: source).value })))
+        }
+    }
+
+    private func resolve(_ path: String, on source: ObjectRecord) throws -> Evaluated {
+        if path.isEmpty { return .objects([source.key]) }
+        var record = source
+        let parts = path.split(separator: ".").map(String.init)
+        for (i, part) in parts.enumerated() {
+            guard let entity = sourceModel.entity(named: record.key.entity) else { break }
+            let last = i == parts.count - 1
+            if entity.attributesByName[part] != nil {
+                guard last else { throw MigrationError(.expression, "$source.\(path): \(part) is an attribute", sourceObject: source.key) }
+                return .value(record.attributes[part])
+            }
+            guard let relationship = entity.relationshipsByName[part] else {
+                throw MigrationError(.expression, "$source.\(path): \(entity.name) has no property named \(part)", sourceObject: source.key)
+            }
+            let keys = relationship.isToMany
+                ? try sourceStore.relatedKeys(of: record.key, relationship: part)
+                : record.toOne[part].map { [$0] } ?? []
+            if last { return .objects(keys) }
+            guard !relationship.isToMany else {
+                throw MigrationError(.expression, "$source.\(path): \(part) is a to-many relationship and must end the key path", sourceObject: source.key)
+            }
+            guard let next = try keys.first.flatMap({ try sourceStore.record(for: $0) }) else { return .value(nil) }
+            record = next
+        }
+        return .value(nil)
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Synchronization
+
+/// Progress of one entity mapping in one phase.
+public struct MigrationProgress: Sendable, Hashable {
+    /// The entity mapping's name.
+    public var mapping: String
+    /// The phase.
+    public var phase: MigrationError.Phase
+    /// Objects done so far.
+    public var completed: Int
+    /// Objects in all (source objects in phases 1 and 2, destination objects in phase 3).
+    public var total: Int
+}
+
+/// Migrates a store of any type to a new store of any type with a mapping
+/// model, in Core Data's three phases for each entity mapping:
+/// (1) destination objects from source objects, attributes only, validation off;
+/// (2) relationships, through the source → destination association;
+/// (3) validation of every destination object, plus custom validation.
+///
+/// It streams: the source is read in primary-key batches and the destination
+/// written in batches, so memory stays flat however large the store is. Copy
+/// and transform mappings keep each object's primary key, so their association
+/// costs nothing. The source is only ever opened read-only; on failure or
+/// cancellation the partial destination is removed.
+///
+/// ```swift
+/// let manager = MigrationManager(sourceModel: v1, destinationModel: v2, mapping: try MappingInference.inferredMapping(from: v1, to: v2))
+/// try manager.migrateStore(at: old, type: SQLiteStoreType(), to: new, type: SQLiteStoreType())
+/// ```
+public final class MigrationManager: Sendable {
+    public let sourceModel: ManagedObjectModel
+    public let destinationModel: ManagedObjectModel
+    public let mapping: MappingModel
+    /// Where custom policies are looked up by name.
+    public let policies: PolicyRegistry
+    /// Objects read and written per batch.
+    public let batchSize: Int
+
+    private let cancelled = Atomic<Bool>(false)
+    private let handler: (@Sendable (MigrationProgress) -> Void)?
+    private let continuation: AsyncStream<MigrationProgress>.Continuation
+    /// Progress as an asynchronous sequence; it finishes when the migration ends.
+    public let progressUpdates: AsyncStream<MigrationProgress>
+
+    /// Creates a manager.
+    /// - Parameter progress: called for each batch of each entity mapping and phase.
+    public init(sourceModel: ManagedObjectModel, destinationModel: ManagedObjectModel, mapping: MappingModel,
+                policies: PolicyRegistry = .shared, batchSize: Int = 1_000,
+                progress: (@Sendable (MigrationProgress) -> Void)? = nil) {
+        self.sourceModel = sourceModel
+        self.destinationModel = destinationModel
+        self.mapping = mapping
+        self.policies = policies
+        self.batchSize = max(1, batchSize)
+        self.handler = progress
+        (progressUpdates, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1_024))
+    }
+
+    /// Stops the migration within one batch; it then throws ``MigrationError/Code/cancelled``.
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Migrates the store at `sourceURL` into a new store at `destinationURL`.
+    ///
+    /// - Throws: ``MigrationError`` naming the entity mapping, the phase and the
+    ///   source object. Nothing is left at `destinationURL` after a failure, and
+    ///   the source is never written.
+    public func migrateStore(at sourceURL: URL, type sourceType: any StoreType, to destinationURL: URL,
+                             type destinationType: any StoreType, destinationOptions: StoreOptions = StoreOptions()) throws {
+        defer { continuation.finish() }
+        guard !destinationType.storeExists(at: destinationURL) else {
+            throw MigrationError(.destinationExists, "\(destinationURL.path) already exists")
+        }
+        let source: any PersistentStore
+        do {
+            source = try sourceType.open(at: sourceURL, model: sourceModel, options: StoreOptions(readOnly: true, createIfMissing: false))
+        } catch let error as StoreError {
+            throw MigrationError(error.code == .incompatibleModel ? .incompatibleSource : .store, "the source: \(error)", cause: error)
+        }
+        defer { try? source.close() }
+        try checkMapping(source)
+        var options = destinationOptions
+        options.readOnly = false
+        options.createIfMissing = true
+        let destination: any PersistentStore
+        do {
+            destination = try destinationType.open(at: destinationURL, model: destinationModel, options: options)
+        } catch let error as StoreError {
+            throw MigrationError(.store, "the destination: \(error)", cause: error)
+        }
+        do {
+            try run(source: source, destination: destination)
+            var metadata = try destination.metadata()
+            let known: Set<String> = [StoreMetadata.Key.storeType, StoreMetadata.Key.storeUUID, StoreMetadata.Key.versionHashes,
+                                      StoreMetadata.Key.versionHashesVersion, StoreMetadata.Key.versionIdentifiers,
+                                      StoreMetadata.Key.versionChecksum, StoreMetadata.Key.embeddedModel]
+            // The application's own metadata keys travel with the data.
+            for (key, value) in try source.metadata().values where !known.contains(key) { metadata[key] = value }
+            try metadata.setModel(destinationModel)
+            try destination.setMetadata(metadata)
+            try destination.close()
+        } catch {
+            try? destination.close()
+            try? destinationType.destroy(at: destinationURL)
+            if let error = error as? MigrationError { throw error }
+            if let error = error as? StoreError { throw MigrationError(.store, "\(error)", cause: error) }
+            throw MigrationError(.policy, "\(error)")
+        }
+    }
+
+    private func checkMapping(_ source: any PersistentStore) throws {
+        let hashes = try source.metadata().versionHashes
+        for m in mapping.entityMappings {
+            if let s = m.sourceEntity {
+                guard sourceModel.entity(named: s) != nil else {
+                    throw MigrationError(.invalidMapping, "the source model has no entity named \(s)", mapping: m.name)
+                }
+                if let expected = m.sourceVersionHash, hashes[s] != expected {
+                    throw MigrationError(.incompatibleSource, "the store's \(s) hash differs from the mapping's: the store was made with another model", mapping: m.name)
+                }
+            }
+            if let d = m.destinationEntity {
+                guard let entity = destinationModel.entity(named: d) else {
+                    throw MigrationError(.invalidMapping, "the destination model has no entity named \(d)", mapping: m.name)
+                }
+                if let expected = m.destinationVersionHash, entity.versionHash != expected {
+                    throw MigrationError(.invalidMapping, "the destination model's \(d) hash differs from the mapping's", mapping: m.name)
+                }
+            }
+            if let name = m.policyName, policies.policy(named: name) == nil {
+                throw MigrationError(.invalidMapping, "no migration policy named \(name) is registered", mapping: m.name)
+            }
+        }
+    }
+
+    private func policy(_ m: EntityMapping) -> any EntityMigrationPolicy {
+        m.policyName.flatMap { policies.policy(named: $0) } ?? DefaultMigrationPolicy()
+    }
+
+    private func checkCancelled(_ m: EntityMapping, _ phase: MigrationError.Phase) throws {
+        if cancelled.load(ordering: .relaxed) || Task.isCancelled {
+            throw MigrationError(.cancelled, "the migration was cancelled", mapping: m.name, phase: phase)
+        }
+    }
+
+    private func report(_ progress: MigrationProgress) {
+        handler?(progress)
+        continuation.yield(progress)
+    }
+
+    /// Wraps whatever a step throws with the mapping, phase and source object.
+    private func step<T>(_ m: EntityMapping, _ phase: MigrationError.Phase, _ key: ObjectKey?, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch var error as MigrationError {
+            if error.mapping == nil { error.mapping = m.name }
+            if error.phase == nil { error.phase = phase }
+            if error.sourceObject == nil { error.sourceObject = key }
+            throw error
+        } catch let error as StoreError {
+            throw MigrationError(.store, error.message, mapping: m.name, phase: phase, sourceObject: key, cause: error)
+        } catch {
+            throw MigrationError(.policy, "\(error)", mapping: m.name, phase: phase, sourceObject: key)
+        }
+    }
+
+    /// Source objects of a mapping, batch by batch, filtered.
+    private func forEachSource(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
+                               _ body: (ObjectRecord) throws -> Void) throws {
+        guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { return }
+        let total = try step(m, phase, nil) { try context.sourceStore.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        var done = 0
+        report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
+        for batch in context.sourceStore.batches(of: entity, size: batchSize) {
+            try checkCancelled(m, phase)
+            let records = try step(m, phase, nil) { try batch.get() }
+            for record in records {
+                if let filter = m.sourceFilter {
+                    let keep = try step(m, phase, record.key) {
+                        try PredicateEvaluator.evaluate(filter, on: StoreSubject(record: record, store: context.sourceStore))
+                    }
+                    if !keep { continue }
+                }
+                try step(m, phase, record.key) { try body(record) }
+            }
+            try step(m, phase, nil) { try context.flush() }
+            done += records.count
+            report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: total))
+        }
+    }
+
+    private func run(source: any PersistentStore, destination: any PersistentStore) throws {
+        let context = MigrationContext(source: source, destination: destination, mapping: mapping, batchSize: batchSize)
+        let mappings = mapping.entityMappings.filter { $0.kind != .remove && $0.kind != .add }
+        try context.reserveKeptKeys()
+        for m in mappings { try step(m, .createObjects, nil) { try policy(m).beginEntityMapping(m, context: context) } }
+        // Phase 1: mappings that keep keys go first, then those that allocate new ones.
+        for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
+            let policy = policy(m)
+            try forEachSource(m, .createObjects, context) { record in
+                try policy.createDestinationInstances(for: record, mapping: m, context: context)
+            }
+            try step(m, .createObjects, nil) { try policy.endInstanceCreation(m, context: context); try context.flush() }
+        }
+        // Phase 2.
+        for m in mappings {
+            let policy = policy(m)
+            try forEachSource(m, .createRelationships, context) { record in
+                for destination in context.destinationKeys(for: record.key, mapping: m.name) {
+                    try policy.createRelationships(forDestination: destination, source: record, mapping: m, context: context)
+                }
+            }
+            try step(m, .createRelationships, nil) { try policy.endRelationshipCreation(m, context: context); try context.flush() }
+        }
+        // Phase 3: every destination object of every entity the mappings filled.
+        var failures: [ValidationFailure] = []
+        var validated: Set<String> = []
+        for m in mappings {
+            for entity in destinationEntities(m, context) where validated.insert(entity).inserted {
+                failures += try validate(entity, mapping: m, destination: destination)
+            }
+            failures += try step(m, .validate, nil) { try policy(m).performCustomValidation(m, context: context) }
+        }
+        guard failures.isEmpty else {
+            let shown = failures.prefix(5).map(\.description).joined(separator: "; ")
+            throw MigrationError(.validationFailed, "\(failures.count) destination object\(failures.count == 1 ? "" : "s") failed validation: \(shown)",
+                                 phase: .validate, validationFailures: failures)
+        }
+        for m in mappings { try step(m, .validate, nil) { try policy(m).endEntityMapping(m, context: context) } }
+    }
+
+    private func destinationEntities(_ m: EntityMapping, _ context: MigrationContext) -> [String] {
+        guard let d = m.destinationEntity else { return [] }
+        // A custom policy may make objects of several entities: check the whole hierarchy.
+        return m.policyName == nil ? [d] : destinationModel.entity(named: destinationModel.entity(named: d)!.rootName)!.kindNames
+    }
+
+    private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore) throws -> [ValidationFailure] {
+        guard let description = destinationModel.entity(named: entity), !description.isAbstract else { return [] }
+        let total = try step(m, .validate, nil) { try destination.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        var failures: [ValidationFailure] = []
+        var done = 0
+        for batch in destination.batches(of: entity, size: batchSize) {
+            try checkCancelled(m, .validate)
+            let records = try step(m, .validate, nil) { try batch.get() }
+            for record in records {
+                let id = destination.objectID(for: record.key)
+                for attribute in description.storedAttributes {
+                    for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
+                        failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
+                    }
+                }
+                for relationship in description.storedRelationships {
+                    let count = relationship.isToMany
+                        ? try step(m, .validate, nil) { try destination.relatedKeys(of: record.key, relationship: relationship.name).count }
+                        : (record.toOne[relationship.name] == nil ? 0 : 1)
+                    for (rule, message) in ObjectValidator.check(relationship, count: count) {
+                        failures.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
+                    }
+                }
+            }
+            done += records.count
+            report(MigrationProgress(mapping: m.name, phase: .validate, completed: done, total: total))
+        }
+        return failures
+    }
+}
+
+extension StoreCoordinator {
+    /// Converts the store at `url` to a new store of another type at
+    /// `destination`, like Core Data's `migratePersistentStore`: a migration
+    /// with the identity mapping, streamed, the source untouched.
+    ///
+    /// - Throws: ``MigrationError``.
+    public func migrateStore(at url: URL, type: String, to destination: URL, type destinationType: String,
+                             progress: (@Sendable (MigrationProgress) -> Void)? = nil) throws {
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), progress: progress)
+        try manager.migrateStore(at: url, type: try registry.type(named: type), to: destination, type: try registry.type(named: destinationType))
+    }
+}

@@ -1,0 +1,162 @@
+import Synchronization
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// How one source entity becomes destination objects.
+public struct EntityMapping: Sendable {
+    /// Core Data's kinds of entity mapping.
+    public enum Kind: String, Sendable, Hashable, Codable {
+        /// A destination entity with no source: no objects are made.
+        case add
+        /// A source entity with no destination: its objects are dropped.
+        case remove
+        /// Same entity, same properties: values copied as they are.
+        case copy
+        /// A changed entity: values computed by the property mappings.
+        case transform
+        /// A custom policy decides.
+        case custom
+    }
+
+    /// The mapping's name, unique in the mapping model (`PersonToPerson`).
+    public var name: String
+    public var kind: Kind
+    /// The source entity (exactly this entity: sub-entities have mappings of their own).
+    public var sourceEntity: String?
+    /// The destination entity.
+    public var destinationEntity: String?
+    /// The source entity's version hash; a store whose hash differs is refused.
+    public var sourceVersionHash: Data?
+    /// The destination entity's version hash.
+    public var destinationVersionHash: Data?
+    /// Destination attribute name → value expression. Unmapped attributes take their default.
+    public var attributeMappings: [String: MappingExpression]
+    /// Destination relationship name → expression yielding source objects (mapped
+    /// through the association) or destination objects.
+    public var relationshipMappings: [String: MappingExpression]
+    /// Only source objects matching this predicate are migrated.
+    public var sourceFilter: ObjectPredicate?
+    /// The name of a custom ``EntityMigrationPolicy`` in the policy registry.
+    public var policyName: String?
+    /// Free-form key-value pairs for policies.
+    public var userInfo: [String: String]
+
+    /// Creates an entity mapping.
+    public init(name: String, kind: Kind, sourceEntity: String?, destinationEntity: String?,
+                sourceVersionHash: Data? = nil, destinationVersionHash: Data? = nil,
+                attributeMappings: [String: MappingExpression] = [:], relationshipMappings: [String: MappingExpression] = [:],
+                sourceFilter: ObjectPredicate? = nil, policyName: String? = nil, userInfo: [String: String] = [:]) {
+        self.name = name
+        self.kind = kind
+        self.sourceEntity = sourceEntity
+        self.destinationEntity = destinationEntity
+        self.sourceVersionHash = sourceVersionHash
+        self.destinationVersionHash = destinationVersionHash
+        self.attributeMappings = attributeMappings
+        self.relationshipMappings = relationshipMappings
+        self.sourceFilter = sourceFilter
+        self.policyName = policyName
+        self.userInfo = userInfo
+    }
+}
+
+/// A mapping model: how a store of one model becomes a store of another.
+///
+/// Make one by hand, infer one (``MappingInference/inferredMapping(from:to:options:)``),
+/// or take the identity mapping to convert a store between backends.
+public struct MappingModel: Sendable {
+    /// The entity mappings, in the order they run.
+    public var entityMappings: [EntityMapping]
+
+    /// Creates a mapping model.
+    public init(entityMappings: [EntityMapping]) {
+        self.entityMappings = entityMappings
+    }
+
+    /// The mapping named `name`.
+    public func mapping(named name: String) -> EntityMapping? { entityMappings.first { $0.name == name } }
+
+    /// Copies every concrete entity of `model` unchanged: a conversion between backends.
+    public static func identity(for model: ManagedObjectModel) -> MappingModel {
+        MappingModel(entityMappings: model.entityDescriptions.filter { !$0.isAbstract }.map { entity in
+            EntityMapping(
+                name: "\(entity.name)To\(entity.name)", kind: .copy, sourceEntity: entity.name, destinationEntity: entity.name,
+                sourceVersionHash: entity.versionHash, destinationVersionHash: entity.versionHash,
+                attributeMappings: Dictionary(uniqueKeysWithValues: entity.storedAttributes.map { ($0.name, .source($0.name)) }),
+                relationshipMappings: Dictionary(uniqueKeysWithValues: entity.storedRelationships.map { ($0.name, .source($0.name)) }))
+        })
+    }
+}
+
+/// Core Data's migration hooks, for entity mappings that need code.
+///
+/// Every hook has a default that does what the mapping says; a policy
+/// overrides the ones it needs. Register policies by name in a
+/// ``PolicyRegistry`` and name them in ``EntityMapping/policyName``.
+public protocol EntityMigrationPolicy: Sendable {
+    /// Before anything of the mapping runs.
+    func beginEntityMapping(_ mapping: EntityMapping, context: MigrationContext) throws
+    /// Makes the destination objects for one source object (zero, one or several),
+    /// each with ``MigrationContext/insertDestination(entity:attributes:for:mapping:)``.
+    func createDestinationInstances(for source: ObjectRecord, mapping: EntityMapping, context: MigrationContext) throws
+    /// After every source object of the mapping went through phase 1.
+    func endInstanceCreation(_ mapping: EntityMapping, context: MigrationContext) throws
+    /// Sets the relationships of one destination object made from `source`.
+    func createRelationships(forDestination destination: ObjectKey, source: ObjectRecord, mapping: EntityMapping,
+                             context: MigrationContext) throws
+    /// After phase 2 of the mapping.
+    func endRelationshipCreation(_ mapping: EntityMapping, context: MigrationContext) throws
+    /// Phase 3 beyond the model's rules: return one failure message per problem.
+    func performCustomValidation(_ mapping: EntityMapping, context: MigrationContext) throws -> [ValidationFailure]
+    /// After everything of the mapping.
+    func endEntityMapping(_ mapping: EntityMapping, context: MigrationContext) throws
+}
+
+extension EntityMigrationPolicy {
+    public func beginEntityMapping(_ mapping: EntityMapping, context: MigrationContext) throws {}
+
+    public func createDestinationInstances(for source: ObjectRecord, mapping: EntityMapping, context: MigrationContext) throws {
+        guard let entity = mapping.destinationEntity else { return }
+        try context.insertDestination(entity: entity, attributes: try context.mappedAttributes(for: source, mapping: mapping),
+                                      for: source.key, mapping: mapping)
+    }
+
+    public func endInstanceCreation(_ mapping: EntityMapping, context: MigrationContext) throws {}
+
+    public func createRelationships(forDestination destination: ObjectKey, source: ObjectRecord, mapping: EntityMapping,
+                                    context: MigrationContext) throws {
+        for (name, targets) in try context.mappedRelationships(for: source, mapping: mapping, destination: destination) {
+            try context.setRelationship(name, of: destination, to: targets)
+        }
+    }
+
+    public func endRelationshipCreation(_ mapping: EntityMapping, context: MigrationContext) throws {}
+
+    public func performCustomValidation(_ mapping: EntityMapping, context: MigrationContext) throws -> [ValidationFailure] { [] }
+
+    public func endEntityMapping(_ mapping: EntityMapping, context: MigrationContext) throws {}
+}
+
+/// The policy of mappings that name none: exactly what the mapping says.
+public struct DefaultMigrationPolicy: EntityMigrationPolicy {
+    public init() {}
+}
+
+/// Custom migration policies by name.
+public final class PolicyRegistry: Sendable {
+    /// The registry mappings look names up in by default.
+    public static let shared = PolicyRegistry()
+    private let policies = Mutex<[String: any EntityMigrationPolicy]>([:])
+
+    /// An empty registry.
+    public init() {}
+
+    /// Registers `policy` under `name`.
+    public func register(_ policy: any EntityMigrationPolicy, named name: String) {
+        policies.withLock { $0[name] = policy }
+    }
+
+    /// The policy named `name`.
+    public func policy(named name: String) -> (any EntityMigrationPolicy)? { policies.withLock { $0[name] } }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// The error of the migration layer: which entity mapping, which phase, which
+/// source object, and what went wrong.
+public struct MigrationError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure; new kinds may be added.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        /// The source store does not fit the mapping (hashes differ, wrong model).
+        public static let incompatibleSource = Code("incompatibleSource")
+        /// A mapping expression failed (a value that does not convert, an unknown function).
+        public static let expression = Code("expression")
+        /// The mapping model is malformed (unknown entity, property or policy).
+        public static let invalidMapping = Code("invalidMapping")
+        /// A custom policy threw.
+        public static let policy = Code("policy")
+        /// Destination objects failed validation.
+        public static let validationFailed = Code("validationFailed")
+        /// The migration was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// A store failed.
+        public static let store = Code("store")
+        /// The destination already exists.
+        public static let destinationExists = Code("destinationExists")
+        public var description: String { name }
+    }
+
+    /// The migration phase a failure happened in.
+    public enum Phase: String, Sendable, Hashable, CaseIterable {
+        /// Phase 1: destination objects from source objects, attributes only.
+        case createObjects = "create objects"
+        /// Phase 2: relationships, through the source → destination association.
+        case createRelationships = "create relationships"
+        /// Phase 3: validation of every destination object.
+        case validate
+    }
+
+    public var code: Code
+    public var message: String
+    /// The entity mapping at fault.
+    public var mapping: String?
+    /// The phase at fault.
+    public var phase: Phase?
+    /// The source object at fault.
+    public var sourceObject: ObjectKey?
+    /// Validation failures, for ``Code/validationFailed``.
+    public var validationFailures: [ValidationFailure]
+    /// The underlying error.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, mapping: String? = nil, phase: Phase? = nil, sourceObject: ObjectKey? = nil,
+                validationFailures: [ValidationFailure] = [], cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.mapping = mapping
+        self.phase = phase
+        self.sourceObject = sourceObject
+        self.validationFailures = validationFailures
+        self.cause = cause
+    }
+
+    public var description: String {
+        var place: [String] = []
+        if let mapping { place.append("mapping \(mapping)") }
+        if let phase { place.append(phase.rawValue) }
+        if let sourceObject { place.append("source object \(sourceObject)") }
+        return (place.isEmpty ? "" : place.joined(separator: ", ") + ": ") + message
+    }
+}

@@ -1,0 +1,71 @@
+import AtomicStore
+import Foundation
+import InMemoryStore
+import LMDBStore
+import ObjectModel
+import ObjectStore
+import SQLiteStore
+
+/// The four backends, by name, with a fresh location for each store.
+enum Backends {
+    static let all = ["memory", "sqlite", "atomic", "lmdb"]
+
+    static func type(_ name: String) -> any StoreType {
+        switch name {
+        case "memory": InMemoryStoreType()
+        case "sqlite": SQLiteStoreType()
+        case "atomic": AtomicStoreType()
+        default: LMDBStoreType()
+        }
+    }
+
+    static var pairs: [(String, String)] { all.flatMap { s in all.map { (s, $0) } } }
+}
+
+/// A temporary folder, and store locations in it (in-memory stores get a memory:// URL).
+final class Workspace {
+    let folder: URL
+    private var memory: [URL] = []
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appending(path: "migration-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        for url in memory { try? InMemoryStoreType().destroy(at: url) }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    func location(_ name: String, _ backend: String) -> URL {
+        if backend == "memory" {
+            let url = URL(string: "memory://migration-tests/\(UUID().uuidString)/\(name)")!
+            memory.append(url)
+            return url
+        }
+        return folder.appending(path: "\(name).\(backend)")
+    }
+
+    /// Every file in the folder with its bytes.
+    func snapshot() throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            files[name] = try Data(contentsOf: folder.appending(path: name))
+        }
+        return files
+    }
+}
+
+/// Creates a store of `backend` at `url` and imports `json` into it.
+func makeStore(_ backend: String, at url: URL, model: ManagedObjectModel, json: String) throws {
+    let store = try Backends.type(backend).open(at: url, model: model, options: StoreOptions())
+    defer { try? store.close() }
+    try JSONInterchange.importDocument(Data(json.utf8), into: store)
+}
+
+/// The export of the store at `url`.
+func export(_ backend: String, at url: URL, model: ManagedObjectModel) throws -> String {
+    let store = try Backends.type(backend).open(at: url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+    defer { try? store.close() }
+    return try JSONInterchange.exportString(store)
+}

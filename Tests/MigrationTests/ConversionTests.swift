@@ -1,0 +1,88 @@
+import Foundation
+import ObjectMigration
+import ObjectModel
+import ObjectStore
+import ObjectStoreTesting
+import Synchronization
+import Testing
+
+/// Data for the conformance model: every attribute type with extremes, inheritance,
+/// to-one, to-many, ordered, many-to-many and self-referential relationships.
+let conformanceData = """
+{
+  "Item": [
+    {"_id": "i1", "name": "max", "i16": 32767, "i32": 2147483647, "i64": 9223372036854775807, "decimal": "12345678901234567890.5",
+     "double": 1.7976931348623157e308, "float": 0.5, "string": "Zoë 👩‍👩‍👧 \\u0000 end", "flag": true,
+     "date": "2101-06-01T12:00:00.250Z", "data": "AAEC/w==", "uuid": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F",
+     "uri": "https://example.com/a?b=c", "payload": "e30="},
+    {"_id": "i2", "name": "min", "i16": -32768, "i64": -9223372036854775808, "double": "nan", "float": "-inf", "flag": false,
+     "date": "1601-01-01T00:00:00.000Z", "string": "", "data": ""},
+    {"_id": "i3"}
+  ],
+  "Person": [
+    {"_id": "ada", "name": "Ada", "age": 36, "spouse": "bob", "friends": ["bob", "cy"], "reports": ["bob", "cy"]},
+    {"_id": "bob", "name": "Bob", "nickname": "B"},
+    {"_id": "cy", "name": "Cy", "age": 3}
+  ],
+  "Pet": [{"_id": "rex", "name": "Rex", "owner": "ada"}, {"_id": "tom", "name": "Tom", "owner": "ada"}, {"_id": "stray"}],
+  "Playlist": [{"_id": "mix", "name": "Mix", "tracks": ["t3", "t1", "t2"]}],
+  "Track": [{"_id": "t1", "title": "One", "tags": ["x", "y"]}, {"_id": "t2", "title": "Two", "tags": ["y"]}, {"_id": "t3", "title": "Three"}],
+  "Tag": [{"_id": "x", "label": "x"}, {"_id": "y", "label": "y"}],
+  "Car": [{"_id": "car", "wheels": 4, "seats": 5}],
+  "SportsCar": [{"_id": "fast", "wheels": 4, "seats": 2, "topSpeed": 299.5}],
+  "Truck": [{"_id": "big", "wheels": 6, "payload": 9000}]
+}
+"""
+
+@Suite("Conversion between backends")
+struct ConversionTests {
+    @Test("every pair of backends: the destination exports exactly what the source does", arguments: Backends.pairs)
+    func pair(_ source: String, _ destination: String) throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", source), to = workspace.location("destination", destination)
+        try makeStore(source, at: from, model: model, json: conformanceData)
+        let before = try workspace.snapshot()
+        let log = Mutex<[MigrationProgress]>([])
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), batchSize: 2) { progress in
+            log.withLock { $0.append(progress) }
+        }
+        try manager.migrateStore(at: from, type: Backends.type(source), to: to, type: Backends.type(destination))
+        let seen = log.withLock { $0 }
+        let expected = try export(source, at: from, model: model)
+        #expect(try export(destination, at: to, model: model) == expected)
+        #expect(expected.contains("\"Person/1\""))
+        // The source's files are byte for byte what they were (LMDB's lock file is its
+        // reader table, which every reader writes by design: it holds no store data).
+        let after = try workspace.snapshot()
+        for (name, bytes) in before where !name.hasSuffix("-lock") { #expect(after[name] == bytes, "\(name) changed") }
+        // Progress for every mapping and phase.
+        let phases = Set(seen.map(\.phase))
+        #expect(phases == Set(MigrationError.Phase.allCases))
+        #expect(seen.contains { $0.mapping == "PersonToPerson" && $0.phase == .createObjects && $0.completed == 3 && $0.total == 3 })
+        // The destination records the model and the source's own metadata keys.
+        let metadata = try Backends.type(destination).readMetadata(at: to)
+        #expect(metadata.versionHashes == model.versionHashes)
+        #expect(try metadata.embeddedModel() == model)
+    }
+
+    @Test("the coordinator converts a store like migratePersistentStore, keeping custom metadata and key counters")
+    func coordinator() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", "sqlite"), to = workspace.location("destination", "lmdb")
+        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        var metadata = try Backends.type("sqlite").readMetadata(at: from)
+        metadata["app.setting"] = .string("kept")
+        try Backends.type("sqlite").writeMetadata(metadata, at: from)
+        let registry = StoreTypeRegistry()
+        for name in Backends.all { registry.register(Backends.type(name)) }
+        let coordinator = StoreCoordinator(model: model, registry: registry)
+        try coordinator.migrateStore(at: from, type: "sqlite", to: to, type: "lmdb")
+        #expect(try Backends.type("lmdb").readMetadata(at: to)["app.setting"] == .string("kept"))
+        let store = try Backends.type("lmdb").open(at: to, model: model, options: StoreOptions())
+        defer { try? store.close() }
+        #expect(try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound > 3, "keys handed out in the source are not reused")
+        #expect(throws: MigrationError.self) { try coordinator.migrateStore(at: from, type: "sqlite", to: to, type: "lmdb") }
+    }
+}
