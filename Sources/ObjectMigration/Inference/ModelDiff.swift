@@ -1,0 +1,109 @@
+import Foundation
+import ObjectModel
+
+/// Every change between two models, grouped by entity, as `objectstore diff` prints them.
+public struct ModelDiff: Sendable {
+    /// Changes of one entity.
+    public struct EntityChanges: Sendable, Hashable {
+        /// The entity's name in the destination model (the source's for a removed entity).
+        public var entity: String
+        /// `added`, `removed`, `changed`.
+        public var status: String
+        /// One line per change.
+        public var changes: [String]
+    }
+
+    /// Changed, added and removed entities, in ascending order of name.
+    public var entities: [EntityChanges]
+    /// Whether a lightweight migration can be inferred.
+    public var isLightweight: Bool { blockingChanges.isEmpty }
+    /// What blocks inference, one line each.
+    public var blockingChanges: [String]
+
+    /// Compares two models.
+    public init(from source: ManagedObjectModel, to destination: ManagedObjectModel, options: MappingInference.Options = []) {
+        let counterpart = MappingInference.counterparts(source, destination)
+        let mappedFrom = Dictionary(counterpart.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        var result: [EntityChanges] = []
+        for entity in source.entities where counterpart[entity.name] == nil {
+            result.append(EntityChanges(entity: entity.name, status: "removed", changes: ["- entity \(entity.name)"]))
+        }
+        for entity in destination.entities {
+            guard let s = mappedFrom[entity.name], let old = source.entity(named: s)?.declaration else {
+                var lines = ["+ entity \(entity.name)" + (entity.parent.map { " : \($0)" } ?? "") + (entity.isAbstract ? " (abstract)" : "")]
+                lines += entity.attributes.map { "+ attribute \(Self.describe($0))" }
+                lines += entity.relationships.map { "+ relationship \(Self.describe($0))" }
+                result.append(EntityChanges(entity: entity.name, status: "added", changes: lines))
+                continue
+            }
+            let lines = Self.changes(old, entity, counterpart)
+            if !lines.isEmpty { result.append(EntityChanges(entity: entity.name, status: "changed", changes: lines)) }
+        }
+        entities = result.sorted { $0.entity < $1.entity }
+        blockingChanges = MappingInference.blockingChanges(from: source, to: destination, options: options)
+    }
+
+    static func describe(_ a: Attribute) -> String {
+        "\(a.name): \(a.type.modelName), \(a.isOptional ? "optional" : "required")" + (a.isTransient ? ", transient" : "")
+            + (a.defaultValue.map { ", default \($0)" } ?? "")
+    }
+
+    static func describe(_ r: Relationship) -> String {
+        "\(r.name) -> \(r.destination), \(r.isToMany ? "to-many" : "to-one")" + (r.isOrdered ? ", ordered" : "")
+            + ", \(r.isOptional ? "optional" : "required")"
+    }
+
+    private static func changes(_ old: Entity, _ new: Entity, _ counterpart: [String: String]) -> [String] {
+        var lines: [String] = []
+        if old.name != new.name { lines.append("~ renamed from \(old.name)") }
+        let oldParent = old.parent.map { counterpart[$0] ?? $0 }
+        if oldParent != new.parent { lines.append("~ parent: \(old.parent ?? "(none)") -> \(new.parent ?? "(none)")") }
+        if old.isAbstract != new.isAbstract { lines.append("~ abstract: \(old.isAbstract ? "yes" : "no") -> \(new.isAbstract ? "yes" : "no")") }
+        if old.versionHashModifier != new.versionHashModifier { lines.append("~ version hash modifier: \(old.versionHashModifier ?? "(none)") -> \(new.versionHashModifier ?? "(none)")") }
+        if old.uniquenessConstraints != new.uniquenessConstraints { lines.append("~ uniqueness constraints changed") }
+        for attribute in old.attributes where !new.attributes.contains(where: { MappingInference.identity($0) == MappingInference.identity(attribute) }) {
+            lines.append("- attribute \(attribute.name)")
+        }
+        for attribute in new.attributes {
+            guard let before = old.attributes.first(where: { MappingInference.identity($0) == MappingInference.identity(attribute) }) else {
+                lines.append("+ attribute \(describe(attribute))")
+                continue
+            }
+            var notes: [String] = []
+            if before.name != attribute.name { notes.append("renamed from \(before.name)") }
+            if before.type != attribute.type { notes.append("type \(before.type.modelName) -> \(attribute.type.modelName)") }
+            if before.isOptional != attribute.isOptional { notes.append(before.isOptional ? "optional -> required" : "required -> optional") }
+            if before.isTransient != attribute.isTransient { notes.append(before.isTransient ? "transient -> stored" : "stored -> transient") }
+            if before.defaultValue != attribute.defaultValue {
+                notes.append("default \(before.defaultValue.map { "\($0)" } ?? "(none)") -> \(attribute.defaultValue.map { "\($0)" } ?? "(none)")")
+            }
+            if before.validation != attribute.validation { notes.append("validation rules changed") }
+            if before.versionHashModifier != attribute.versionHashModifier { notes.append("version hash modifier changed") }
+            if !notes.isEmpty { lines.append("~ attribute \(attribute.name): " + notes.joined(separator: "; ")) }
+        }
+        for relationship in old.relationships where !new.relationships.contains(where: { MappingInference.identity($0) == MappingInference.identity(relationship) }) {
+            lines.append("- relationship \(relationship.name)")
+        }
+        for relationship in new.relationships {
+            guard let before = old.relationships.first(where: { MappingInference.identity($0) == MappingInference.identity(relationship) }) else {
+                lines.append("+ relationship \(describe(relationship))")
+                continue
+            }
+            var notes: [String] = []
+            if before.name != relationship.name { notes.append("renamed from \(before.name)") }
+            if (counterpart[before.destination] ?? before.destination) != relationship.destination {
+                notes.append("destination \(before.destination) -> \(relationship.destination)")
+            }
+            if before.isToMany != relationship.isToMany { notes.append(before.isToMany ? "to-many -> to-one" : "to-one -> to-many") }
+            if before.isOrdered != relationship.isOrdered { notes.append(before.isOrdered ? "ordered -> unordered" : "unordered -> ordered") }
+            if before.isOptional != relationship.isOptional { notes.append(before.isOptional ? "optional -> required" : "required -> optional") }
+            if before.inverse != relationship.inverse { notes.append("inverse \(before.inverse ?? "(none)") -> \(relationship.inverse ?? "(none)")") }
+            if before.deleteRule != relationship.deleteRule { notes.append("delete rule \(before.deleteRule.rawValue) -> \(relationship.deleteRule.rawValue)") }
+            if before.minCount != relationship.minCount || before.maxCount != relationship.maxCount {
+                notes.append("count \(before.minCount)...\(before.maxCount) -> \(relationship.minCount)...\(relationship.maxCount)")
+            }
+            if !notes.isEmpty { lines.append("~ relationship \(relationship.name): " + notes.joined(separator: "; ")) }
+        }
+        return lines
+    }
+}
