@@ -91,7 +91,9 @@ public enum MappingFunctions {
         "coalesce", "ifNil",
     ]
 
-    static func call(_ name: String, _ args: [Value?]) throws -> Value? {
+    /// Calls the function `name` with `args`.
+    /// - Throws: ``MigrationError`` with ``MigrationError/Code/expression`` for an unknown function, a wrong argument or a value that does not convert.
+    public static func call(_ name: String, _ args: [Value?]) throws -> Value? {
         func fail(_ message: String) -> MigrationError { MigrationError(.expression, "\(name): \(message)") }
         func arity(_ n: Int) throws { guard args.count == n else { throw fail("takes \(n) argument\(n == 1 ? "" : "s"), got \(args.count)") } }
         func string(_ i: Int) throws -> String? {
