@@ -3,6 +3,7 @@ import Foundation
 import AtomicStore
 import InMemoryStore
 import LMDBStore
+import ObjectMigration
 import ObjectModel
 import ObjectStore
 import SQLiteStore
@@ -16,7 +17,7 @@ struct ObjectStoreCommand: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
-            DestroyCommand.self, CheckpointCommand.self,
+            DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, ValidateCommand.self,
         ]
     )
 
@@ -34,6 +35,10 @@ struct ObjectStoreCommand: ParsableCommand {
             fail(error.description)
         } catch let error as CLIError {
             fail(error.message)
+        } catch let error as MigrationError {
+            fail(error.description)
+        } catch let error as InferenceError {
+            fail(error.description)
         } catch {
             exit(withError: error)
         }

@@ -36,7 +36,7 @@ public struct ModelDiff: Sendable {
                 result.append(EntityChanges(entity: entity.name, status: "added", changes: lines))
                 continue
             }
-            let lines = Self.changes(old, entity, counterpart)
+            let lines = Self.changes(old, entity, counterpart, before: source.entity(named: s)!, after: destination.entity(named: entity.name)!)
             if !lines.isEmpty { result.append(EntityChanges(entity: entity.name, status: "changed", changes: lines)) }
         }
         entities = result.sorted { $0.entity < $1.entity }
@@ -53,7 +53,8 @@ public struct ModelDiff: Sendable {
             + ", \(r.isOptional ? "optional" : "required")"
     }
 
-    private static func changes(_ old: Entity, _ new: Entity, _ counterpart: [String: String]) -> [String] {
+    private static func changes(_ old: Entity, _ new: Entity, _ counterpart: [String: String],
+                                before: EntityDescription, after: EntityDescription) -> [String] {
         var lines: [String] = []
         if old.name != new.name { lines.append("~ renamed from \(old.name)") }
         let oldParent = old.parent.map { counterpart[$0] ?? $0 }
@@ -61,14 +62,20 @@ public struct ModelDiff: Sendable {
         if old.isAbstract != new.isAbstract { lines.append("~ abstract: \(old.isAbstract ? "yes" : "no") -> \(new.isAbstract ? "yes" : "no")") }
         if old.versionHashModifier != new.versionHashModifier { lines.append("~ version hash modifier: \(old.versionHashModifier ?? "(none)") -> \(new.versionHashModifier ?? "(none)")") }
         if old.uniquenessConstraints != new.uniquenessConstraints { lines.append("~ uniqueness constraints changed") }
-        for attribute in old.attributes where !new.attributes.contains(where: { MappingInference.identity($0) == MappingInference.identity(attribute) }) {
-            lines.append("- attribute \(attribute.name)")
+        let id = MappingInference.identity as (Attribute) -> String
+        for attribute in old.attributes where !new.attributes.contains(where: { id($0) == id(attribute) }) {
+            if after.attributes.contains(where: { id($0) == id(attribute) }) {
+                lines.append("~ attribute \(attribute.name): now inherited")
+            } else {
+                lines.append("- attribute \(attribute.name)")
+            }
         }
         for attribute in new.attributes {
-            guard let before = old.attributes.first(where: { MappingInference.identity($0) == MappingInference.identity(attribute) }) else {
+            guard let before = before.attributes.first(where: { id($0) == id(attribute) }) else {
                 lines.append("+ attribute \(describe(attribute))")
                 continue
             }
+            if !old.attributes.contains(where: { id($0) == id(attribute) }) { lines.append("~ attribute \(attribute.name): now declared here, was inherited") }
             var notes: [String] = []
             if before.name != attribute.name { notes.append("renamed from \(before.name)") }
             if before.type != attribute.type { notes.append("type \(before.type.modelName) -> \(attribute.type.modelName)") }
@@ -81,14 +88,20 @@ public struct ModelDiff: Sendable {
             if before.versionHashModifier != attribute.versionHashModifier { notes.append("version hash modifier changed") }
             if !notes.isEmpty { lines.append("~ attribute \(attribute.name): " + notes.joined(separator: "; ")) }
         }
-        for relationship in old.relationships where !new.relationships.contains(where: { MappingInference.identity($0) == MappingInference.identity(relationship) }) {
-            lines.append("- relationship \(relationship.name)")
+        let rid = MappingInference.identity as (Relationship) -> String
+        for relationship in old.relationships where !new.relationships.contains(where: { rid($0) == rid(relationship) }) {
+            if after.relationships.contains(where: { rid($0) == rid(relationship) }) {
+                lines.append("~ relationship \(relationship.name): now inherited")
+            } else {
+                lines.append("- relationship \(relationship.name)")
+            }
         }
         for relationship in new.relationships {
-            guard let before = old.relationships.first(where: { MappingInference.identity($0) == MappingInference.identity(relationship) }) else {
+            guard let before = before.relationships.first(where: { rid($0) == rid(relationship) }) else {
                 lines.append("+ relationship \(describe(relationship))")
                 continue
             }
+            if !old.relationships.contains(where: { rid($0) == rid(relationship) }) { lines.append("~ relationship \(relationship.name): now declared here, was inherited") }
             var notes: [String] = []
             if before.name != relationship.name { notes.append("renamed from \(before.name)") }
             if (counterpart[before.destination] ?? before.destination) != relationship.destination {

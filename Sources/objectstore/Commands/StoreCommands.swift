@@ -21,11 +21,18 @@ enum StoreLocator {
             }
             return try registry.type(named: explicit)
         }
-        let url = URL(filePath: path)
         if FileManager.default.fileExists(atPath: path) {
-            if let detected = registry.detectType(at: url) { return detected }
+            if let detected = registry.detectType(at: URL(filePath: path)) { return detected }
             throw CLIError("\(path): not a store of any known type (give --type to say which)")
         }
+        return try destinationType(for: path, explicit: nil)
+    }
+
+    /// The type of a store to be written at `path`: `--type`, else its extension
+    /// (an existing file's content is not consulted: it is about to be replaced).
+    static func destinationType(for path: String, explicit: String?) throws -> any StoreType {
+        if explicit != nil { return try type(for: path, explicit: explicit) }
+        let url = URL(filePath: path)
         switch url.pathExtension.lowercased() {
         case "sqlite", "db": return try registry.type(named: "sqlite")
         case "lmdb", "mdb": return try registry.type(named: "lmdb")

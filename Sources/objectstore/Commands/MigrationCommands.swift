@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import ObjectMigration
+import ObjectModel
+import ObjectStore
+
+/// `objectstore diff <model-a> <model-b> [--json]`.
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Every change between two models, grouped by entity, and whether a lightweight migration can be inferred.")
+
+    @Argument(help: "The source model.") var modelA: String
+    @Argument(help: "The destination model.") var modelB: String
+    @Option(name: .long, help: "The version of model A, for a bundle.") var versionA: String?
+    @Option(name: .long, help: "The version of model B, for a bundle.") var versionB: String?
+    @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
+    var allowWidening = false
+    @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
+
+    func run() throws {
+        let a = try ModelLoader.loadModel(at: URL(filePath: modelA), version: versionA)
+        let b = try ModelLoader.loadModel(at: URL(filePath: modelB), version: versionB)
+        let diff = ModelDiff(from: a, to: b, options: allowWidening ? .allowLosslessWidening : [])
+        if json {
+            let document: [String: Any] = [
+                "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": $0.changes] },
+                "lightweight": diff.isLightweight,
+                "blockingChanges": diff.blockingChanges,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            output(String(decoding: data, as: UTF8.self))
+            return
+        }
+        var lines: [String] = []
+        for entity in diff.entities {
+            lines.append("\(entity.entity) (\(entity.status))")
+            lines += entity.changes.map { "  " + $0 }
+        }
+        if diff.entities.isEmpty { lines.append("no changes") }
+        lines.append("lightweight: \(diff.isLightweight ? "yes" : "no")")
+        lines += diff.blockingChanges
+        output(lines.joined(separator: "\n"))
+    }
+}
+
+/// `objectstore convert <source> <destination> [--type T] [--force]`.
+struct ConvertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "convert",
+        abstract: "Copy a store into a new store of any type, streaming, without writing to the source.")
+
+    @Argument(help: "The source store (its type is read from its content).") var source: String
+    @Argument(help: "The destination store.") var destination: String
+    @Option(name: .long, help: "The destination's type: sqlite, atomic or lmdb (default: from its extension).") var type: String?
+    @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
+    @Flag(name: .long, help: "Replace an existing destination.") var force = false
+
+    func run() throws {
+        let fromType = try StoreLocator.type(for: source, explicit: sourceType)
+        try StoreLocator.requireExisting(source, fromType)
+        if URL(filePath: source).standardizedFileURL == URL(filePath: destination).standardizedFileURL {
+            throw CLIError("\(destination): the destination is the source")
+        }
+        let toType = try StoreLocator.destinationType(for: destination, explicit: type)
+        let destinationURL = URL(filePath: destination)
+        if toType.storeExists(at: destinationURL) || FileManager.default.fileExists(atPath: destination) {
+            guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
+        }
+        let model = try StoreLocator.embeddedModel(source, type: fromType)
+        // Into a temporary store beside the destination, then moved over it: a failure never costs the old destination.
+        let staging = destinationURL.deletingLastPathComponent().appending(path: ".\(destinationURL.lastPathComponent).converting-\(UUID().uuidString)")
+        let bar = ProgressDisplay()
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { bar.show($0) }
+        do {
+            try manager.migrateStore(at: URL(filePath: source), type: fromType, to: staging, type: toType)
+        } catch {
+            bar.finish()
+            try? toType.destroy(at: staging)
+            throw error
+        }
+        bar.finish()
+        // Counts per entity, checked equal before the destination is put in place.
+        let from = try StoreLocator.open(source, type: fromType, model: model, readOnly: true)
+        let to = try toType.open(at: staging, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+        var lines: [String] = []
+        var mismatch: [String] = []
+        for entity in model.entityDescriptions where !entity.isAbstract {
+            let request = FetchRequest(entity: entity.name, includesSubentities: false)
+            let (a, b) = (try from.count(request), try to.count(request))
+            lines.append("\(entity.name) \(b)")
+            if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
+        }
+        try? from.close()
+        try? to.close()
+        guard mismatch.isEmpty else {
+            try? toType.destroy(at: staging)
+            throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
+        }
+        if force, let existing = try? StoreLocator.type(for: destination, explicit: nil), existing.name != toType.name {
+            try existing.destroy(at: destinationURL)
+        }
+        try toType.replace(at: destinationURL, with: staging)
+        output(lines.joined(separator: "\n"))
+    }
+}
+
+/// `objectstore validate <store> [--model M]`.
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check every validation rule on every object; one line per failure, exit 1 if there is any.")
+
+    @Argument(help: "The store.") var store: String
+    @OptionGroup var typeOption: StoreTypeOption
+    @Option(name: .long, help: "Validate against this model instead of the store's embedded one.") var model: String?
+    @Option(name: .long, help: "The model version, for a bundle.") var version: String?
+
+    func run() throws {
+        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        let model = try self.model.map { try ModelLoader.loadModel(at: URL(filePath: $0), version: version) }
+        let opened = try StoreLocator.open(store, type: type, model: model, readOnly: true)
+        defer { try? opened.close() }
+        var failures = 0
+        for entity in opened.model.entityDescriptions where !entity.isAbstract {
+            for batch in opened.batches(of: entity.name) {
+                for record in try batch.get() {
+                    let id = opened.objectID(for: record.key)
+                    var problems: [ValidationFailure] = []
+                    for attribute in entity.storedAttributes {
+                        for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
+                            problems.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
+                        }
+                    }
+                    for relationship in entity.storedRelationships {
+                        let count = relationship.isToMany
+                            ? try opened.relatedKeys(of: record.key, relationship: relationship.name).count
+                            : (record.toOne[relationship.name] == nil ? 0 : 1)
+                        for (rule, message) in ObjectValidator.check(relationship, count: count) {
+                            problems.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
+                        }
+                    }
+                    for problem in problems { output(problem.description) }
+                    failures += problems.count
+                }
+            }
+        }
+        if failures > 0 { throw ExitCode(1) }
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, a plain line per entity mapping and phase otherwise.
+final class ProgressDisplay: @unchecked Sendable {
+    // The migration calls `show` from the thread that runs it, one call at a time;
+    // the lock makes that explicit rather than assumed.
+    private let lock = NSLock()
+    private let terminal = isatty(STDERR_FILENO) == 1
+    private var last: (String, MigrationError.Phase)?
+
+    func show(_ progress: MigrationProgress) {
+        lock.withLock {
+            let key = (progress.mapping, progress.phase)
+            if terminal {
+                let width = 30
+                let filled = progress.total == 0 ? width : min(width, progress.completed * width / max(1, progress.total))
+                let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                FileHandle.standardError.write(Data("\r\(progress.mapping) \(progress.phase.rawValue) [\(bar)] \(progress.completed)/\(progress.total)\u{1B}[K".utf8))
+            } else if progress.completed == progress.total, last.map({ $0.0 != key.0 || $0.1 != key.1 }) ?? true {
+                FileHandle.standardError.write(Data("\(progress.mapping): \(progress.phase.rawValue) \(progress.completed)/\(progress.total)\n".utf8))
+                last = key
+            }
+        }
+    }
+
+    func finish() {
+        if terminal { lock.withLock { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
+    }
+}
