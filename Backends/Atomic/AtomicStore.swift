@@ -31,14 +31,18 @@ public final class AtomicStore: RecordTablesStore {
     let fileURL: URL
     let fileSystem: any AtomicFileSystem
     private let state: Mutex<RecordTables?>
-    /// Whether keys were handed out since the file was last written.
+    /// Whether the tables changed since the file was last written (key counters
+    /// always; everything, with deferred durability).
     private let countersChanged = Mutex(false)
+    /// Whether saves only change memory and the file is written at close.
+    private let deferredDurability: Bool
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions, fileSystem: any AtomicFileSystem) throws {
         self.fileURL = url
         self.model = model
         self.isReadOnly = options.readOnly
         self.fileSystem = fileSystem
+        self.deferredDurability = options.deferredDurability && !options.readOnly
         var tables: RecordTables
         if FileManager.default.fileExists(atPath: url.path) {
             tables = try AtomicStoreType.load(url)
@@ -66,7 +70,8 @@ public final class AtomicStore: RecordTablesStore {
         }
     }
 
-    /// Closes the store, first recording key counters that moved since the last save.
+    /// Closes the store, first writing what changed since the file was last written
+    /// (key counters, and with deferred durability every save).
     public func close() throws {
         try state.withLock { tables in
             if let current = tables, !isReadOnly, countersChanged.withLock({ $0 }) {
@@ -91,11 +96,18 @@ public final class AtomicStore: RecordTablesStore {
     public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         try checkWritable()
         return try state.withLock { tables in
-            guard var copy = tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            if deferredDurability {
+                // Nothing to write yet: change the tables in place (the body is all or nothing).
+                let result = try body(&tables!)
+                countersChanged.withLock { $0 = true }
+                return result
+            }
+            var copy = tables!
             let result = try body(&copy)
             try AtomicStoreType.write(copy, to: fileURL, fileSystem: fileSystem)
-            tables = copy
             countersChanged.withLock { $0 = false }
+            tables = copy
             return result
         }
     }

@@ -24,7 +24,7 @@ final class LMDBEnvironment {
     static let minimumMapSize = 64 << 20
 
     /// Opens the environment; `mapSize` is the first map size (it grows when full).
-    init(path: String, readOnly: Bool, mapSize: Int? = nil) throws {
+    init(path: String, readOnly: Bool, mapSize: Int? = nil, deferSync: Bool = false) throws {
         var env: OpaquePointer?
         try Self.check(mdb_env_create(&env), "cannot create an LMDB environment")
         guard let env else { throw LMDBError(code: EINVAL, what: "mdb_env_create returned no environment") }
@@ -34,6 +34,7 @@ final class LMDBEnvironment {
             try Self.check(mdb_env_set_mapsize(env, max(mapSize ?? Self.minimumMapSize, size * 2)), "cannot set the map size")
             var flags: LMDBEnvironmentFlags = [.noSubdirectory, .noThreadLocalStorage]
             if readOnly { flags.insert(.readOnly) }
+            if deferSync && !readOnly { flags.insert(.noSync) }
             try Self.check(mdb_env_open(env, path, flags.rawValue, 0o644), "cannot open the LMDB environment")
         } catch {
             mdb_env_close(env)
@@ -49,6 +50,7 @@ final class LMDBEnvironment {
     func close() {
         guard !closed else { return }
         closed = true
+        if !readOnly { mdb_env_sync(handle, 1) }
         mdb_env_close(handle)
     }
 
@@ -168,6 +170,19 @@ final class LMDBTransaction {
             if rc == MDB_NOTFOUND { return nil }
             try LMDBEnvironment.check(rc, "cannot read from \(name)")
             return v.mv_size == 0 ? Data() : Data(bytes: v.mv_data, count: v.mv_size)
+        }
+    }
+
+    /// Whether `key` is present, without copying its value.
+    func contains(_ name: String, _ key: Data) throws -> Bool {
+        guard let dbi = database(name) else { return false }
+        return try key.withUnsafeBytes { keyBytes in
+            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            var v = MDB_val()
+            let rc = mdb_get(handle, dbi, &k, &v)
+            if rc == MDB_NOTFOUND { return false }
+            try LMDBEnvironment.check(rc, "cannot read from \(name)")
+            return true
         }
     }
 

@@ -42,7 +42,7 @@ public final class LMDBStore: PersistentStore {
         let environment: LMDBEnvironment
         let metadata: StoreMetadata
         if FileManager.default.fileExists(atPath: url.path) {
-            (environment, metadata) = try LMDBStoreType.openExisting(url, readOnly: options.readOnly)
+            (environment, metadata) = try LMDBStoreType.openExisting(url, readOnly: options.readOnly, deferSync: options.deferredDurability)
             let compatibility = metadata.compatibility(with: model)
             guard compatibility.isCompatible else {
                 environment.close()
@@ -54,7 +54,7 @@ public final class LMDBStore: PersistentStore {
             guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no LMDB store", url: url) }
             do {
                 let mapSize = options.settings["map_size"].flatMap(Int.init)
-                environment = try LMDBStoreType.mapping(url) { try LMDBEnvironment(path: url.path, readOnly: false, mapSize: mapSize) }
+                environment = try LMDBStoreType.mapping(url) { try LMDBEnvironment(path: url.path, readOnly: false, mapSize: mapSize, deferSync: options.deferredDurability) }
                 metadata = try StoreMetadata(storeType: Self.typeName, model: model)
                 try LMDBStoreType.mapping(url) {
                     try environment.openDatabases(names, create: true)
@@ -208,6 +208,10 @@ struct LMDBView: RowSource {
         guard let data = try txn.get(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) else { return nil }
         var reader = BinaryReader(data: data, file: file)
         return try reader.row()
+    }
+
+    func exists(_ key: ObjectKey) throws -> Bool {
+        try txn.contains(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey))
     }
 
     func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {

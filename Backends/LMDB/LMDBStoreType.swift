@@ -98,13 +98,13 @@ public struct LMDBStoreType: StoreType {
     }
 
     /// Opens an existing store and reads its metadata; a failed open leaves no lock file it created.
-    static func openExisting(_ url: URL, readOnly: Bool) throws -> (LMDBEnvironment, StoreMetadata) {
+    static func openExisting(_ url: URL, readOnly: Bool, deferSync: Bool = false) throws -> (LMDBEnvironment, StoreMetadata) {
         try checkFile(url)
         let lockFile = LMDBStoreType().fileURLs(for: url)[1]
         let lockExisted = FileManager.default.fileExists(atPath: lockFile.path)
         var environment: LMDBEnvironment?
         do {
-            let opened = try mapping(url) { try LMDBEnvironment(path: url.path, readOnly: readOnly) }
+            let opened = try mapping(url) { try LMDBEnvironment(path: url.path, readOnly: readOnly, deferSync: deferSync) }
             environment = opened
             try mapping(url) { try opened.openDatabases([LMDBLayout.meta], create: false) }
             let metadata = try mapping(url) { try opened.read { try readMetadata($0, url: url) } }

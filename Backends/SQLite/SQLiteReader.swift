@@ -10,6 +10,14 @@ final class SQLiteReader {
     /// The SELECT list of each table: its columns, in schema order.
     private var selectLists: [String: (sql: String, index: [String: Int32])] = [:]
 
+    /// How to turn a row of one entity into a record, worked out once.
+    private struct DecodePlan {
+        let name: String
+        let attributes: [(name: String, type: AttributeType, column: Int32)]
+        let toOne: [(name: String, destination: String, key: Int32, entity: Int32?)]
+    }
+    private var plans: [Int: DecodePlan] = [:]
+
     init(connection: SQLiteConnection, schema: SQLiteSchema, model: ManagedObjectModel) {
         self.connection = connection
         self.schema = schema
@@ -19,6 +27,45 @@ final class SQLiteReader {
             selectLists[table.name] = (names.map { "t." + quote($0) }.joined(separator: ", "),
                                        Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, Int32($0)) }))
         }
+        for (name, mapping) in schema.entities {
+            guard let description = model.entity(named: name), let index = selectLists[mapping.table]?.index else { continue }
+            plans[mapping.number] = DecodePlan(
+                name: name,
+                attributes: mapping.attributes.compactMap { attribute, column in
+                    description.attributesByName[attribute].map { (attribute, $0.type, index[column]!) }
+                }.sorted { $0.column < $1.column },
+                toOne: mapping.toOne.compactMap { relationship, columns in
+                    description.relationshipsByName[relationship].map {
+                        (relationship, $0.destination, index[columns.key]!, columns.entity.map { index[$0]! })
+                    }
+                }.sorted { $0.key < $1.key })
+        }
+    }
+
+    private var insertStatements: [String: String] = [:]
+
+    /// The INSERT of a table for these columns (after Z_PK, Z_ENT, Z_OPT), built once per column set.
+    func insertStatement(table: String, columns: [String]) -> String {
+        let key = table + "|" + columns.joined(separator: "|")
+        if let sql = insertStatements[key] { return sql }
+        let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns
+        let sql = "INSERT INTO \(quote(table)) (\(names.map(quote).joined(separator: ", "))) VALUES (\(names.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        insertStatements[key] = sql
+        return sql
+    }
+
+    private var updateStatements: [String: String] = [:]
+
+    /// The UPDATE of one row for these columns (parameters: ?1 Z_PK, ?2 Z_ENT, then the columns, then the version).
+    func updateStatement(table: String, columns: [String], checksVersion: Bool) -> String {
+        let key = table + "|" + columns.joined(separator: "|") + (checksVersion ? "|v" : "")
+        if let sql = updateStatements[key] { return sql }
+        var set = columns.enumerated().map { "\(quote($1)) = ?\($0 + 3)" }
+        set.append("Z_OPT = Z_OPT + 1")
+        var sql = "UPDATE \(quote(table)) SET \(set.joined(separator: ", ")) WHERE Z_PK = ?1 AND Z_ENT = ?2"
+        if checksVersion { sql += " AND Z_OPT = ?\(columns.count + 3)" }
+        updateStatements[key] = sql
+        return sql
     }
 
     func entity(_ name: String) throws -> SQLiteSchema.Entity {
@@ -28,25 +75,19 @@ final class SQLiteReader {
 
     /// Decodes the current row of a `SELECT <select list> FROM <table> t`.
     private func decode(_ row: Statement, table: String) -> ObjectRecord? {
-        let index = selectLists[table]!.index
-        let number = Int(row.int64(1))
-        guard let name = schema.byNumber[number], let mapping = schema.entities[name],
-              let description = model.entity(named: name) else { return nil }
-        var record = ObjectRecord(key: ObjectKey(name, row.int64(0)), version: row.int64(2))
-        for (attribute, column) in mapping.attributes {
-            guard let type = description.attributesByName[attribute]?.type,
-                  let value = SQLiteValues.value(row.column(index[column]!), as: type) else { continue }
-            record.attributes[attribute] = value
+        guard let plan = plans[Int(row.int64(1))] else { return nil }
+        var record = ObjectRecord(key: ObjectKey(plan.name, row.int64(0)), version: row.int64(2))
+        record.attributes.reserveCapacity(plan.attributes.count)
+        for attribute in plan.attributes {
+            if let value = SQLiteValues.value(row.column(attribute.column), as: attribute.type) { record.attributes[attribute.name] = value }
         }
-        for (relationship, columns) in mapping.toOne {
-            guard case .integer(let pk) = row.column(index[columns.key]!),
-                  let destination = description.relationshipsByName[relationship]?.destination else { continue }
-            var target = destination
-            if let entityColumn = columns.entity, case .integer(let n) = row.column(index[entityColumn]!),
-               let actual = schema.byNumber[Int(n)] {
+        for relationship in plan.toOne {
+            guard case .integer(let pk) = row.column(relationship.key) else { continue }
+            var target = relationship.destination
+            if let entityColumn = relationship.entity, case .integer(let n) = row.column(entityColumn), let actual = schema.byNumber[Int(n)] {
                 target = actual
             }
-            record.toOne[relationship] = ObjectKey(target, pk)
+            record.toOne[relationship.name] = ObjectKey(target, pk)
         }
         return record
     }

@@ -35,6 +35,8 @@ public final class SQLiteStore: PersistentStore {
     public let isReadOnly: Bool
 
     let schema: SQLiteSchema
+    /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
+    private let deferredDurability: Bool
     /// Guards ``reader``.
     private let lock = Mutex(())
     /// The connection and what reads through it. Not Sendable: it is only ever
@@ -61,7 +63,8 @@ public final class SQLiteStore: PersistentStore {
             guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no SQLite store", url: url) }
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
         }
-        if !options.readOnly { try connection.execute("PRAGMA synchronous = NORMAL") }
+        if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
+        deferredDurability = options.deferredDurability && !options.readOnly
         identifier = metadata.storeUUID ?? UUID()
         reader = SQLiteReader(connection: connection, schema: schema, model: model)
     }
@@ -160,10 +163,18 @@ public final class SQLiteStore: PersistentStore {
     }
 
     /// Closes the connection; the last connection to close folds the WAL into the main file.
+    /// A store opened with deferred durability is made durable first.
     public func close() throws {
-        lock.withLock { _ in
-            reader?.connection.close()
-            reader = nil
+        try lock.withLock { _ in
+            guard let current = reader else { return }
+            defer {
+                current.connection.close()
+                reader = nil
+            }
+            if deferredDurability {
+                try current.connection.execute("PRAGMA synchronous = FULL")
+                _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
+            }
         }
     }
 

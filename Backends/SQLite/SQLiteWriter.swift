@@ -122,9 +122,8 @@ struct SQLiteWriter {
         }
         let columns = try assignments(record.key, description, mapping, attributes: record.attributes.mapValues { $0 },
                                       toOne: record.toOne.mapValues { $0 })
-        let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.0)
         let values: [SQLValue] = [.integer(record.key.primaryKey), .integer(Int64(mapping.number)), .integer(max(1, record.version))] + columns.map(\.1)
-        let sql = "INSERT INTO \(quote(mapping.table)) (\(names.map(quote).joined(separator: ", "))) VALUES (\(values.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        let sql = reader.insertStatement(table: mapping.table, columns: columns.map(\.0))
         do {
             try connection.statement(sql).run(values)
         } catch let error as StoreError where error.code == .invalidChange {
@@ -138,14 +137,9 @@ struct SQLiteWriter {
             throw StoreError(.invalidChange, "\(update.key): no stored to-many relationship named \(name)")
         }
         let columns = try assignments(update.key, description, mapping, attributes: update.attributes, toOne: update.toOne)
-        var set = columns.enumerated().map { "\(quote($1.0)) = ?\($0 + 3)" }
-        set.append("Z_OPT = Z_OPT + 1")
-        var sql = "UPDATE \(quote(mapping.table)) SET \(set.joined(separator: ", ")) WHERE Z_PK = ?1 AND Z_ENT = ?2"
         var values: [SQLValue] = [.integer(update.key.primaryKey), .integer(Int64(mapping.number))] + columns.map(\.1)
-        if let expected = update.expectedVersion {
-            sql += " AND Z_OPT = ?\(values.count + 1)"
-            values.append(.integer(expected))
-        }
+        if let expected = update.expectedVersion { values.append(.integer(expected)) }
+        let sql = reader.updateStatement(table: mapping.table, columns: columns.map(\.0), checksVersion: update.expectedVersion != nil)
         try connection.statement(sql).run(values)
         if connection.changes == 0 {
             try conflictOrMissing(update.key, expected: update.expectedVersion, verb: "update", table: mapping.table, number: mapping.number)
@@ -192,24 +186,42 @@ struct SQLiteWriter {
     }
 
     /// Every object a change points to must exist (after the change) and be of the right entity.
+    /// Targets are looked up a few hundred at a time, one query per table.
     private func verifyTargets(_ changes: ChangeSet) throws {
-        func check(_ source: ObjectKey, _ name: String, _ target: ObjectKey) throws {
+        var wanted: [String: Set<Int64>] = [:]   // "table|entity number" → primary keys
+        var places: [ObjectKey: (ObjectKey, String)] = [:]
+        func note(_ source: ObjectKey, _ name: String, _ target: ObjectKey) throws {
             guard let relationship = model.entity(named: source.entity)?.relationshipsByName[name] else { return }
             guard let destination = model.entity(named: target.entity), destination.isKind(of: relationship.destination),
                   let mapping = schema.entities[target.entity] else {
                 throw StoreError(.invalidChange, "\(source).\(name): \(target) is not a \(relationship.destination)")
             }
-            guard try reader.exists(target.primaryKey, table: mapping.table, kinds: [mapping.number]) else {
-                throw StoreError(.invalidChange, "\(source).\(name): \(target) does not exist")
-            }
+            wanted["\(mapping.table)|\(mapping.number)", default: []].insert(target.primaryKey)
+            if places[target] == nil { places[target] = (source, name) }
         }
         for record in changes.inserted {
-            for (name, target) in record.toOne { try check(record.key, name, target) }
-            for (name, targets) in record.toMany { for target in targets { try check(record.key, name, target) } }
+            for (name, target) in record.toOne { try note(record.key, name, target) }
+            for (name, targets) in record.toMany { for target in targets { try note(record.key, name, target) } }
         }
         for update in changes.updated {
-            for (name, target) in update.toOne { if let target { try check(update.key, name, target) } }
-            for (name, targets) in update.toMany { for target in targets { try check(update.key, name, target) } }
+            for (name, target) in update.toOne { if let target { try note(update.key, name, target) } }
+            for (name, targets) in update.toMany { for target in targets { try note(update.key, name, target) } }
+        }
+        for (place, keys) in wanted {
+            let parts = place.split(separator: "|")
+            let (table, number) = (String(parts[0]), Int64(parts[1])!)
+            let all = Array(keys)
+            var found: Set<Int64> = []
+            for start in stride(from: 0, to: all.count, by: 500) {
+                let chunk = all[start..<min(all.count, start + 500)]
+                let sql = "SELECT Z_PK FROM \(quote(table)) WHERE Z_ENT = ?1 AND Z_PK IN (\(chunk.indices.map { "?\($0 - start + 2)" }.joined(separator: ",")))"
+                for pk in try connection.statement(sql).rows([.integer(number)] + chunk.map { .integer($0) }, { $0.int64(0) }) { found.insert(pk) }
+            }
+            if let missing = keys.subtracting(found).min(), let entity = schema.byNumber[Int(number)] {
+                let target = ObjectKey(entity, missing)
+                let (source, name) = places[target] ?? (target, "?")
+                throw StoreError(.invalidChange, "\(source).\(name): \(target) does not exist")
+            }
         }
     }
 }

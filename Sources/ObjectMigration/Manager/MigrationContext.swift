@@ -235,6 +235,7 @@ public final class MigrationContext {
 
     private func resolve(_ path: String, on source: ObjectRecord) throws -> Evaluated {
         if path.isEmpty { return .objects([source.key]) }
+        if !path.utf8.contains(UInt8(ascii: ".")), let value = source.attributes[path] { return .value(value) }
         var record = source
         let parts = path.split(separator: ".").map(String.init)
         for (i, part) in parts.enumerated() {

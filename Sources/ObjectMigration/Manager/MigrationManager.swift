@@ -85,6 +85,8 @@ public final class MigrationManager: Sendable {
         var options = destinationOptions
         options.readOnly = false
         options.createIfMissing = true
+        // The destination is thrown away unless the migration finishes: it is made durable once, at close.
+        options.deferredDurability = true
         let destination: any PersistentStore
         do {
             destination = try destinationType.open(at: destinationURL, model: destinationModel, options: options)

@@ -98,6 +98,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.declaration = declaration
         self.attributes = attributes
         self.relationships = relationships
+        self.storedAttributes = attributes.filter { !$0.isTransient }
+        self.storedRelationships = relationships.filter { !$0.isTransient }
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.ancestors = ancestors
@@ -115,9 +117,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// The root of its hierarchy (itself when it has no parent).
     public var rootName: String { ancestors.last ?? name }
     /// Attributes that are stored (not transient).
-    public var storedAttributes: [Attribute] { attributes.filter { !$0.isTransient } }
+    public let storedAttributes: [Attribute]
     /// Relationships that are stored (not transient).
-    public var storedRelationships: [Relationship] { relationships.filter { !$0.isTransient } }
+    public let storedRelationships: [Relationship]
     /// Whether this entity is `name` or descends from it.
     public func isKind(of name: String) -> Bool { self.name == name || ancestors.contains(name) }
     public var description: String { "Entity \(name)" }

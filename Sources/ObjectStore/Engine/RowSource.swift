@@ -12,10 +12,11 @@ public protocol RowSource {
     func row(_ key: ObjectKey) throws -> StoredRow?
     /// Primary keys of exactly `entity`, ascending, above `primaryKey`, at most `limit`.
     func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64]
+    /// Whether an object with `key` exists (without decoding it, where the source can).
+    func exists(_ key: ObjectKey) throws -> Bool
 }
 
 extension RowSource {
-    /// Whether an object with `key` exists.
     public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
@@ -45,7 +46,7 @@ extension RowSource {
                 throw StoreError(.invalidChange, "cannot insert \(record.key): primary keys start at 1")
             }
             let root = entity.rootName
-            let taken = try model.entity(named: root)!.kindNames.contains { try row(ObjectKey($0, record.key.primaryKey)) != nil }
+            let taken = try model.entity(named: root)!.kindNames.contains { try exists(ObjectKey($0, record.key.primaryKey)) }
             if taken || !insertedPerRoot[root, default: []].insert(record.key.primaryKey).inserted {
                 throw StoreError(.invalidChange, "cannot insert \(record.key): primary key \(record.key.primaryKey) is in use in \(root)'s hierarchy")
             }

@@ -111,11 +111,18 @@ public struct StoreOptions: Sendable, Hashable {
     public var createIfMissing: Bool
     /// Backend-specific settings (for example `journal_mode` for SQLite).
     public var settings: [String: String]
+    /// Writes need not reach stable storage before ``PersistentStore/close()``, which
+    /// makes everything durable: for a store filled in one go, like a migration's
+    /// destination. A crash before close can lose those writes, so use it only for
+    /// a store that is thrown away when the work does not finish.
+    public var deferredDurability: Bool
 
     /// Creates options.
-    public init(readOnly: Bool = false, createIfMissing: Bool = true, settings: [String: String] = [:]) {
+    public init(readOnly: Bool = false, createIfMissing: Bool = true, settings: [String: String] = [:],
+                deferredDurability: Bool = false) {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
         self.settings = settings
+        self.deferredDurability = deferredDurability
     }
 }

@@ -1,0 +1,43 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so the main package's build and tests
+// never pay for the benchmark framework. Run `Benchmarks/run.sh`.
+let package = Package(
+    name: "ObjectStoreBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "ObjectStore", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", pkgConfig: "sqlite3"),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                "CSQLiteBench",
+                .product(name: "ObjectModel", package: "ObjectStore"),
+                .product(name: "ObjectStore", package: "ObjectStore"),
+                .product(name: "ObjectMigration", package: "ObjectStore"),
+                .product(name: "SQLiteStore", package: "ObjectStore"),
+                .product(name: "LMDBStore", package: "ObjectStore"),
+            ],
+            path: "Sources/BenchmarkSupport"
+        ),
+        .executableTarget(
+            name: "migration-bench",
+            dependencies: ["BenchmarkSupport", .product(name: "ObjectStore", package: "ObjectStore"),
+                           .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
+            path: "Sources/migration-bench"
+        ),
+        .executableTarget(
+            name: "MigrationBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                "BenchmarkSupport",
+            ],
+            path: "Benchmarks/MigrationBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Measures migration speed and memory in one run on this machine and prints a Markdown table
+# (docs/performance.md records the figures). Usage: Benchmarks/run.sh [objects] [small objects]
+set -euo pipefail
+cd "$(dirname "$0")"
+swift build -c release --product migration-bench >&2
+.build/release/migration-bench report "${1:-1000000}" "${2:-100000}"
+# The ordo-one/benchmark suite (smaller stores, repeated): swift package benchmark
