@@ -249,20 +249,7 @@ public final class MigrationManager: Sendable {
             try checkCancelled(m, .validate)
             let records = try step(m, .validate, nil) { try batch.get() }
             for record in records {
-                let id = destination.objectID(for: record.key)
-                for attribute in description.storedAttributes {
-                    for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
-                        failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
-                    }
-                }
-                for relationship in description.storedRelationships {
-                    let count = relationship.isToMany
-                        ? try step(m, .validate, nil) { try destination.relatedKeys(of: record.key, relationship: relationship.name).count }
-                        : (record.toOne[relationship.name] == nil ? 0 : 1)
-                    for (rule, message) in ObjectValidator.check(relationship, count: count) {
-                        failures.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
-                    }
-                }
+                failures += try step(m, .validate, record.key) { try ObjectValidator.failures(of: record, in: destination) }
             }
             done += records.count
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: done, total: total))

@@ -105,24 +105,12 @@ extension ObjectContext {
 
     /// Checks every rule of the model on one object.
     public func validate(_ object: ManagedObject) throws -> [ValidationFailure] {
-        var failures: [ValidationFailure] = []
-        func fail(_ property: String, _ rule: ValidationRule, _ message: String) {
-            failures.append(ValidationFailure(objectID: object.objectID, property: property, rule: rule, message: message))
-        }
-        for attribute in object.entity.attributes where !attribute.isTransient {
-            for (rule, message) in ObjectValidator.check(attribute, object.state.attributes[attribute.name]) {
-                fail(attribute.name, rule, message)
-            }
-        }
-        for relationship in object.entity.relationships where !relationship.isTransient {
-            let count = relationship.isToMany
+        let record = ObjectRecord(key: object.objectID.key, attributes: object.state.attributes)
+        return try ObjectValidator.failures(of: record, entity: object.entity, id: object.objectID) { relationship in
+            relationship.isToMany
                 ? try toManyIDs(object, relationship).count
                 : (object.state.toOne[relationship.name] == nil ? 0 : 1)
-            for (rule, message) in ObjectValidator.check(relationship, count: count) {
-                fail(relationship.name, rule, message)
-            }
         }
-        return failures
     }
 }
 
@@ -182,5 +170,35 @@ public enum ObjectValidator {
         let range = NSRange(s.startIndex..., in: s)
         guard let match = regex.firstMatch(in: s, options: [.anchored], range: range) else { return false }
         return match.range == range
+    }
+}
+
+extension ObjectValidator {
+    /// Every rule a stored record breaks: its attributes, and its relationships'
+    /// counts as `count` gives them.
+    public static func failures(of record: ObjectRecord, entity: EntityDescription, id: ObjectID,
+                                count: (Relationship) throws -> Int) rethrows -> [ValidationFailure] {
+        var failures: [ValidationFailure] = []
+        for attribute in entity.storedAttributes {
+            for (rule, message) in check(attribute, record.attributes[attribute.name]) {
+                failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
+            }
+        }
+        for relationship in entity.storedRelationships {
+            for (rule, message) in check(relationship, count: try count(relationship)) {
+                failures.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
+            }
+        }
+        return failures
+    }
+
+    /// Every rule a record of `store` breaks; to-many counts are read from the store.
+    public static func failures(of record: ObjectRecord, in store: any PersistentStore) throws -> [ValidationFailure] {
+        guard let entity = store.model.entity(named: record.key.entity) else { return [] }
+        return try failures(of: record, entity: entity, id: store.objectID(for: record.key)) { relationship in
+            relationship.isToMany
+                ? try store.relatedKeys(of: record.key, relationship: relationship.name).count
+                : (record.toOne[relationship.name] == nil ? 0 : 1)
+        }
     }
 }

@@ -196,17 +196,12 @@ private struct Importer {
     private func validate(_ records: [ObjectRecord]) throws {
         var failures: [ValidationFailure] = []
         for (object, record) in zip(objects, records) {
-            let id = store.objectID(for: record.key)
-            for attribute in object.entity.storedAttributes {
-                for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
-                    failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: "\(object.id): \(message)"))
-                }
-            }
-            for relationship in object.entity.storedRelationships {
-                let count = relationship.isToMany ? record.toMany[relationship.name]?.count ?? 0 : (record.toOne[relationship.name] == nil ? 0 : 1)
-                for (rule, message) in ObjectValidator.check(relationship, count: count) {
-                    failures.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: "\(object.id): \(message)"))
-                }
+            failures += ObjectValidator.failures(of: record, entity: object.entity, id: store.objectID(for: record.key)) { relationship in
+                relationship.isToMany ? record.toMany[relationship.name]?.count ?? 0 : (record.toOne[relationship.name] == nil ? 0 : 1)
+            }.map { failure in
+                var failure = failure
+                failure.message = "\(object.id): \(failure.message)"
+                return failure
             }
         }
         guard failures.isEmpty else {

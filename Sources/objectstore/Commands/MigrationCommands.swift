@@ -125,21 +125,7 @@ struct ValidateCommand: ParsableCommand {
         for entity in opened.model.entityDescriptions where !entity.isAbstract {
             for batch in opened.batches(of: entity.name) {
                 for record in try batch.get() {
-                    let id = opened.objectID(for: record.key)
-                    var problems: [ValidationFailure] = []
-                    for attribute in entity.storedAttributes {
-                        for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
-                            problems.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
-                        }
-                    }
-                    for relationship in entity.storedRelationships {
-                        let count = relationship.isToMany
-                            ? try opened.relatedKeys(of: record.key, relationship: relationship.name).count
-                            : (record.toOne[relationship.name] == nil ? 0 : 1)
-                        for (rule, message) in ObjectValidator.check(relationship, count: count) {
-                            problems.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
-                        }
-                    }
+                    let problems = try ObjectValidator.failures(of: record, in: opened)
                     for problem in problems { output(problem.description) }
                     failures += problems.count
                 }
