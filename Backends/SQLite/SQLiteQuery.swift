@@ -71,7 +71,10 @@ struct SQLiteQuery {
         case .constant(let v): return v ? "1" : "0"
         case .not(let p):
             guard let inner = translate(p, &arguments) else { return nil }
-            return "NOT (\(inner))"
+            // A comparison with NULL is NULL in SQL, and NOT NULL is NULL: the evaluator's logic is
+            // two-valued (a comparison with nil is false, its negation true). WHERE already reads NULL
+            // as false under AND and OR, so only NOT needs the NULL made false first.
+            return "NOT COALESCE((\(inner)), 0)"
         case .and(let ps), .or(let ps):
             if ps.isEmpty { if case .and = predicate { return "1" } else { return "0" } }
             var parts: [String] = []
@@ -112,7 +115,7 @@ struct SQLiteQuery {
         case (.equal, .constant(nil)): return "\(column) IS NULL"
         case (.notEqual, .constant(nil)): return "\(column) IS NOT NULL"
         case (.equal, .constant(let v?)) where fits(v, type): return "\(column) = \(bind(v))\(numeric)"
-        case (.notEqual, .constant(let v?)) where fits(v, type): return "NOT (\(column) IS \(bind(v))\(numeric))"
+        case (.notEqual, .constant(let v?)) where fits(v, type): return "NOT COALESCE((\(column) IS \(bind(v))\(numeric)), 0)"
         case (.lessThan, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) < \(bind(v))\(numeric)"
         case (.lessThanOrEqual, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) <= \(bind(v))\(numeric)"
         case (.greaterThan, .constant(let v?)) where fits(v, type) && type != .boolean: return "\(column) > \(bind(v))\(numeric)"

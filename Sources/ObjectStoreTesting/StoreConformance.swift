@@ -40,6 +40,7 @@ public struct StoreConformance: Sendable {
         case reopen
         case readOnly
         case destroyAndReplace
+        case sameAnswersAsTheReferenceEvaluator
 
         public var description: String { rawValue }
     }
@@ -94,6 +95,7 @@ public struct StoreConformance: Sendable {
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)
+        case .sameAnswersAsTheReferenceEvaluator: try referenceAnswers(scope)
         }
     }
 }

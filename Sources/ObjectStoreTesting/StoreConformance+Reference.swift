@@ -1,0 +1,55 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Testing
+
+extension StoreConformance {
+    /// Predicates over every attribute type, for comparing a backend's answers
+    /// (which may come from SQL) with ``PredicateEvaluator``'s.
+    public static let typedPredicates: [String] = [
+        "i16 == -12", "i16 < 0", "i16 >= 32767", "i32 > 100000", "i32 <= -2147483648", "i64 >= 9000000000", "i64 != 9000000000",
+        "i64 == 9223372036854775807", "i64 < -1", "i64 == 0", "decimal > 1000", "decimal < 0", "decimal == 0",
+        "double < 4", "double > 0", "double == 3.141592653589793", "double != 2", "double BETWEEN {3, 4}", "double == nil",
+        "float == 2.5", "float < 0", "string BEGINSWITH 'hé'", "string ENDSWITH 'ld'", "string CONTAINS 'wö'", "string == ''",
+        "string BEGINSWITH ''", "string > 'a'", "string < 'Z'", "string CONTAINS[c] 'HÉ'", "string LIKE '*long*'",
+        "string MATCHES '.*👩.*'", "flag == YES", "flag == NO", "flag != YES", "flag == nil", "date > '2020-01-01T00:00:00Z'",
+        "date < '1900-01-01T00:00:00Z'", "data == nil", "data != nil", "uuid == 'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'",
+        "uri == 'https://example.com/a?b=c#d'", "name IN {'sample', 'max', 'nope'}", "name IN {}", "NOT name IN {'max'}",
+        "i16 IN {-12, 32767}", "double IN {0.5, 3.141592653589793}", "(i64 > 0 AND flag == YES) OR string == ''",
+        "NOT (double > 0)", "i32 BETWEEN {-5, 200000}", "payload != nil", "name == nil", "TRUEPREDICATE", "FALSEPREDICATE",
+    ]
+
+    /// Sort keys over every sortable attribute type.
+    public static let typedSorts: [[ObjectSortDescriptor]] = [
+        [ObjectSortDescriptor("i64")], [ObjectSortDescriptor("i64", ascending: false)], [ObjectSortDescriptor("double")],
+        [ObjectSortDescriptor("string")], [ObjectSortDescriptor("string", ascending: false)], [ObjectSortDescriptor("date")],
+        [ObjectSortDescriptor("flag"), ObjectSortDescriptor("i16", ascending: false)], [ObjectSortDescriptor("uuid")],
+        [ObjectSortDescriptor("data")], [ObjectSortDescriptor("decimal")], [ObjectSortDescriptor("name", ascending: false)],
+    ]
+
+    func referenceAnswers(_ scope: Scope) throws {
+        let store = try scope.openStore()
+        var records: [ObjectRecord] = []
+        for values in Self.extremeValues + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
+            let key = ObjectKey("Item", try store.allocatePrimaryKeys(entity: "Item", count: 1).lowerBound)
+            records.append(ObjectRecord(key: key, attributes: values))
+        }
+        try store.save(ChangeSet(inserted: records))
+        let all = try store.fetch(FetchRequest(entity: "Item"))
+        #expect(all.count == records.count)
+        for format in Self.typedPredicates {
+            let predicate = try ObjectPredicate(format)
+            let expected = try all.filter { try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: $0, store: store)) }.map(\.key)
+            #expect(try store.fetch(FetchRequest(entity: "Item", predicate: predicate)).map(\.key) == expected, "\(format)")
+            #expect(try store.count(FetchRequest(entity: "Item", predicate: predicate)) == expected.count, "count \(format)")
+        }
+        for sort in Self.typedSorts {
+            var subjects = all.map { StoreSubject(record: $0, store: store) }
+            try PredicateEvaluator.sort(&subjects, by: sort) { $0.record.key.primaryKey < $1.record.key.primaryKey }
+            let label = sort.map { "\($0.keyPath) \($0.ascending ? "asc" : "desc")" }.joined(separator: ", ")
+            #expect(try store.fetch(FetchRequest(entity: "Item", sortDescriptors: sort)).map(\.key) == subjects.map(\.record.key), "\(label)")
+            let window = try store.fetch(FetchRequest(entity: "Item", sortDescriptors: sort, fetchLimit: 3, fetchOffset: 2)).map(\.key)
+            #expect(window == Array(subjects.map(\.record.key).dropFirst(2).prefix(3)), "window \(label)")
+        }
+    }
+}
