@@ -100,9 +100,13 @@ public final class LMDBStore: PersistentStore {
     }
 
     public func save(_ changes: ChangeSet) throws {
+        try save(changes, checkingReferences: true)
+    }
+
+    private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try write { txn in
             let view = LMDBView(txn: txn, file: fileURL.path)
-            try view.validate(changes, model: model, storeID: identifier)
+            try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             let writes = try view.writes(for: changes, model: model)
             for key in writes.deleted { try txn.delete(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) }
             for (key, row) in writes.put {
@@ -133,8 +137,8 @@ public final class LMDBStore: PersistentStore {
         return try read { try LMDBLayout.counter($0, root) }
     }
 
-    public func bulkInsert(_ records: [ObjectRecord]) throws {
-        try save(ChangeSet(inserted: records))
+    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
+        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).

@@ -129,9 +129,15 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func save(_ changes: ChangeSet) throws {
+        try save(changes, checkingReferences: true)
+    }
+
+    private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try checkWritable()
         try withReader { reader in
-            try reader.connection.transaction { try SQLiteWriter(reader: reader, storeID: identifier).apply(changes) }
+            try reader.connection.transaction {
+                try SQLiteWriter(reader: reader, storeID: identifier).apply(changes, checkingReferences: checkingReferences)
+            }
         }
     }
 
@@ -158,8 +164,8 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func bulkInsert(_ records: [ObjectRecord]) throws {
-        try save(ChangeSet(inserted: records))
+    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
+        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 
     /// Closes the connection; the last connection to close folds the WAL into the main file.

@@ -10,7 +10,7 @@ struct SQLiteWriter {
     var schema: SQLiteSchema { reader.schema }
     var model: ManagedObjectModel { reader.model }
 
-    func apply(_ changes: ChangeSet) throws {
+    func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
         for deletion in changes.deleted { try delete(deletion) }
         var lastKeys: [Int: Int64] = [:]
         for record in changes.inserted {
@@ -27,7 +27,7 @@ struct SQLiteWriter {
         }
         let bump = try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2")
         for (root, last) in lastKeys { try bump.run([.integer(last), .integer(Int64(root))]) }
-        try verifyTargets(changes)
+        try verifyTargets(changes, checkingExistence: checkingReferences)
     }
 
     private func description(_ key: ObjectKey, _ verb: String) throws -> (EntityDescription, SQLiteSchema.Entity) {
@@ -187,7 +187,7 @@ struct SQLiteWriter {
 
     /// Every object a change points to must exist (after the change) and be of the right entity.
     /// Targets are looked up a few hundred at a time, one query per table.
-    private func verifyTargets(_ changes: ChangeSet) throws {
+    private func verifyTargets(_ changes: ChangeSet, checkingExistence: Bool) throws {
         var wanted: [String: Set<Int64>] = [:]   // "table|entity number" → primary keys
         var places: [ObjectKey: (ObjectKey, String)] = [:]
         func note(_ source: ObjectKey, _ name: String, _ target: ObjectKey) throws {
@@ -207,6 +207,7 @@ struct SQLiteWriter {
             for (name, target) in update.toOne { if let target { try note(update.key, name, target) } }
             for (name, targets) in update.toMany { for target in targets { try note(update.key, name, target) } }
         }
+        guard checkingExistence else { return }
         for (place, keys) in wanted {
             let parts = place.split(separator: "|")
             let (table, number) = (String(parts[0]), Int64(parts[1])!)

@@ -210,10 +210,10 @@ struct FailureTests {
         let error = try expectFailure(source, destination, mapping: Self.expressionMapping, configure: { manager in
             box.withLock { $0 = manager }
         }, progress: { progress in
-            if progress.phase == .createRelationships && progress.completed >= 50 { box.withLock { $0?.cancel() } }
+            if progress.phase == .createObjects && progress.completed >= 50 { box.withLock { $0?.cancel() } }
         })
         #expect(error.code == .cancelled)
-        #expect(error.phase == .createRelationships)
+        #expect(error.phase == .createObjects)
         #expect(error.mapping == "ContactToContact")
     }
 

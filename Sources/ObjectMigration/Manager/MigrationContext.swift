@@ -27,6 +27,12 @@ public final class MigrationContext {
     private var pendingUpdates: [ObjectKey: ObjectUpdate] = [:]
     private var updateOrder: [ObjectKey] = []
     private var reserved: [String: ClosedRange<Int64>] = [:]
+    private var pendingHasReferences = false
+    /// To-one relationship mappings written with the objects in phase 1 (destination name, source name),
+    /// by mapping: their targets keep their keys, so the destination key is known before the target exists.
+    private var phaseOneRelationships: [String: [(destination: String, source: String)]] = [:]
+    /// Mappings whose every relationship is written in phase 1: phase 2 has nothing left to do for them.
+    private(set) var relationshipsDoneInPhaseOne: Set<String> = []
 
     /// The model of the source store.
     public var sourceModel: ManagedObjectModel { sourceStore.model }
@@ -54,6 +60,31 @@ public final class MigrationContext {
         for m in mapping.entityMappings {
             if let s = m.sourceEntity { bySourceEntity[s, default: []].append(m) }
         }
+        for m in mapping.entityMappings where implicit.contains(m.name) {
+            var direct: [(String, String)] = []
+            for (name, expression) in m.relationshipMappings.sorted(by: { $0.key < $1.key }) {
+                guard case .source(let path) = expression, isDirect(m, destination: name, source: path) else { continue }
+                direct.append((name, path))
+            }
+            phaseOneRelationships[m.name] = direct
+            if direct.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
+        }
+    }
+
+    /// Whether a relationship mapping can be written in phase 1: a to-one from a to-one of the
+    /// source whose every possible target is migrated by one implicit mapping into the right entity.
+    private func isDirect(_ m: EntityMapping, destination name: String, source path: String) -> Bool {
+        guard !path.contains("."), let s = m.sourceEntity, let d = m.destinationEntity,
+              let sourceRelationship = sourceModel.entity(named: s)?.relationshipsByName[path], !sourceRelationship.isToMany,
+              !sourceRelationship.isTransient,
+              let destinationRelationship = destinationModel.entity(named: d)?.relationshipsByName[name], !destinationRelationship.isToMany,
+              let kinds = sourceModel.entity(named: sourceRelationship.destination)?.kindNames else { return false }
+        for kind in kinds where sourceModel.entity(named: kind)?.isAbstract == false {
+            guard let mappings = bySourceEntity[kind], mappings.count == 1, implicit.contains(mappings[0].name),
+                  let target = mappings[0].destinationEntity,
+                  destinationModel.entity(named: target)?.isKind(of: destinationRelationship.destination) == true else { return false }
+        }
+        return true
     }
 
     /// Whether the mapping's destination objects keep their source keys.
@@ -94,6 +125,25 @@ public final class MigrationContext {
     @discardableResult
     public func insertDestination(entity: String, attributes: [String: Value], for source: ObjectKey,
                                   mapping: EntityMapping) throws -> ObjectKey {
+        try insertDestination(entity: entity, attributes: attributes, toOne: [:], for: source, mapping: mapping)
+    }
+
+    /// What the default policy does in phase 1: the mapped attributes, and the to-one
+    /// relationships whose targets' keys are already known.
+    public func insertMappedDestination(for source: ObjectRecord, mapping: EntityMapping) throws {
+        guard let entity = mapping.destinationEntity else { return }
+        var toOne: [String: ObjectKey] = [:]
+        for (name, path) in phaseOneRelationships[mapping.name] ?? [] {
+            guard let target = source.toOne[path], let into = bySourceEntity[target.entity]?.first?.destinationEntity else { continue }
+            toOne[name] = ObjectKey(into, target.primaryKey)
+        }
+        try insertDestination(entity: entity, attributes: try mappedAttributes(for: source, mapping: mapping), toOne: toOne,
+                              for: source.key, mapping: mapping)
+    }
+
+    @discardableResult
+    private func insertDestination(entity: String, attributes: [String: Value], toOne: [String: ObjectKey], for source: ObjectKey,
+                                   mapping: EntityMapping) throws -> ObjectKey {
         guard let description = destinationModel.entity(named: entity), !description.isAbstract else {
             throw MigrationError(.invalidMapping, "no concrete destination entity named \(entity)", mapping: mapping.name)
         }
@@ -117,7 +167,8 @@ public final class MigrationContext {
             key = ObjectKey(entity, try newKey(description.rootName))
         }
         if !implicit.contains(mapping.name) { explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(key) }
-        pendingInserts.append(ObjectRecord(key: key, attributes: values))
+        pendingInserts.append(ObjectRecord(key: key, attributes: values, toOne: toOne))
+        if !toOne.isEmpty { pendingHasReferences = true }
         if pendingInserts.count >= batchSize { try flush() }
         return key
     }
@@ -188,8 +239,10 @@ public final class MigrationContext {
     /// Writes what is buffered.
     func flush() throws {
         if !pendingInserts.isEmpty {
-            try destinationStore.bulkInsert(pendingInserts)
+            // References written in phase 1 may name objects of a later batch: they exist by the end of phase 1.
+            try destinationStore.bulkInsert(pendingInserts, checkingReferences: !pendingHasReferences)
             pendingInserts.removeAll(keepingCapacity: true)
+            pendingHasReferences = false
         }
         if !pendingUpdates.isEmpty {
             try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }))

@@ -207,8 +207,15 @@ public final class MigrationManager: Sendable {
             }
             try step(m, .createObjects, nil) { try policy.endInstanceCreation(m, context: context); try context.flush() }
         }
-        // Phase 2.
+        // Phase 2 (for mappings whose relationships were not all written with their objects).
         for m in mappings {
+            if context.relationshipsDoneInPhaseOne.contains(m.name) {
+                if let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false {
+                    let total = try step(m, .createRelationships, nil) { try source.count(FetchRequest(entity: entity, includesSubentities: false)) }
+                    report(MigrationProgress(mapping: m.name, phase: .createRelationships, completed: total, total: total))
+                }
+                continue
+            }
             let policy = policy(m)
             try forEachSource(m, .createRelationships, context) { record in
                 for destination in context.destinationKeys(for: record.key, mapping: m.name) {

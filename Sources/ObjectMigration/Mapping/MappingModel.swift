@@ -117,9 +117,7 @@ extension EntityMigrationPolicy {
     public func beginEntityMapping(_ mapping: EntityMapping, context: MigrationContext) throws {}
 
     public func createDestinationInstances(for source: ObjectRecord, mapping: EntityMapping, context: MigrationContext) throws {
-        guard let entity = mapping.destinationEntity else { return }
-        try context.insertDestination(entity: entity, attributes: try context.mappedAttributes(for: source, mapping: mapping),
-                                      for: source.key, mapping: mapping)
+        try context.insertMappedDestination(for: source, mapping: mapping)
     }
 
     public func endInstanceCreation(_ mapping: EntityMapping, context: MigrationContext) throws {}

@@ -37,6 +37,14 @@ extension RowSource {
 
     /// How many records ``fetch(_:model:)`` would return.
     public func count(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int {
+        if request.predicate == nil, let entity = model.entity(named: request.entityName) {
+            // No predicate: count keys, decode nothing.
+            var total = 0
+            for name in request.includesSubentities ? entity.kindNames : [entity.name] {
+                total += try primaryKeys(of: name, after: nil, limit: nil).count
+            }
+            return Swift.min(Swift.max(0, total - Swift.max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
+        }
         var unsorted = request
         unsorted.sortDescriptors = []
         let total = try matching(unsorted, model: model).count

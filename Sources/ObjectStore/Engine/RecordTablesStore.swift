@@ -46,8 +46,12 @@ extension RecordTablesStore {
     }
 
     public func save(_ changes: ChangeSet) throws {
+        try save(changes, checkingReferences: true)
+    }
+
+    func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try writeTables { tables in
-            try tables.validate(changes, model: model, storeID: identifier)
+            try tables.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             tables.apply(changes, model: model)
         }
     }
@@ -57,7 +61,7 @@ extension RecordTablesStore {
         return try readTables { $0.lastKey[root] ?? 0 }
     }
 
-    public func bulkInsert(_ records: [ObjectRecord]) throws {
-        try save(ChangeSet(inserted: records))
+    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
+        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 }

@@ -31,7 +31,7 @@ extension RowSource {
     }
 
     /// Checks a change set completely before anything is applied, so a save is all or nothing.
-    public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID) throws {
+    public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
         let deleted = Set(changes.deleted.map(\.key))
         var inserted: Set<ObjectKey> = []
         var insertedPerRoot: [String: Set<Int64>] = [:]
@@ -56,6 +56,7 @@ extension RowSource {
             guard let destination = model.entity(named: key.entity), destination.isKind(of: relationship.destination) else {
                 throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) is not a \(relationship.destination)")
             }
+            guard checkingReferences else { return }
             guard !deleted.contains(key), try inserted.contains(key) || exists(key) else {
                 throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) does not exist")
             }

@@ -54,12 +54,23 @@ public protocol PersistentStore: AnyObject, Sendable {
     func lastAllocatedKey(entity: String) throws -> Int64
     /// Inserts many new objects with caller-chosen primary keys (for migration
     /// and import), atomically; the key counter moves past the largest key.
-    func bulkInsert(_ records: [ObjectRecord]) throws
+    ///
+    /// With `checkingReferences` false, relationships may name objects that are
+    /// not inserted yet (a migration inserting both ends of a relationship in
+    /// separate batches, keys known in advance); their entities are still checked.
+    /// The caller guarantees the objects will exist once it is done. Only to-one
+    /// relationships may be given that way.
+    func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
     /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
     func close() throws
 }
 
 extension PersistentStore {
+    /// Inserts many new objects with caller-chosen primary keys, every reference checked.
+    public func bulkInsert(_ records: [ObjectRecord]) throws {
+        try bulkInsert(records, checkingReferences: true)
+    }
+
     /// The ``ObjectID`` of a key in this store.
     public func objectID(for key: ObjectKey) -> ObjectID { ObjectID(store: identifier, key: key) }
 
