@@ -278,3 +278,53 @@ struct FailureTests {
         #expect(all.last?.completed == 60)
     }
 }
+
+@Suite("Mapping files")
+struct MappingFormatTests {
+    @Test("a mapping written as data migrates like the same mapping in code; it round-trips")
+    func fromData() throws {
+        let text = """
+        {"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [
+          {"name": "ContactToContact", "kind": "transform", "source": "Contact", "destination": "Contact",
+           "sourceVersionHash": "\(contactV1.versionHashes["Contact"]!.hexString)",
+           "attributes": {"firstName": "before($source.fullName, ' ')", "lastName": "after($source.fullName, ' ')",
+                          "identifier": "toString($source.identifier)"},
+           "filter": "identifier != 7"}]}
+        """
+        let mapping = try MappingFormat.decode(Data(text.utf8))
+        let doc = try migrate(contactV1, contactV2, mapping: mapping, data: contacts)
+        #expect(doc["Contact"]?.map { $0["firstName"] as? String } == ["Ada", "Mary", nil])
+        let again = try MappingFormat.decode(try MappingFormat.encode(mapping))
+        #expect(try MappingFormat.encode(again) == MappingFormat.encode(mapping))
+        #expect(again.entityMappings.first?.sourceFilter == mapping.entityMappings.first?.sourceFilter)
+    }
+
+    @Test("mistakes name the mapping and the property", arguments: [
+        (#"{"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [{"name": "M", "kind": "copy", "attributes": {"a": "nosuch($source.a)"}}]}"#, "M.a"),
+        (#"{"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [{"name": "M", "kind": "copy", "filter": "a >"}]}"#, "M.filter"),
+        (#"{"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [{"name": "M", "kind": "sideways"}]}"#, "not a mapping document"),
+        (#"{"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [{"name": "M", "kind": "copy", "sourceVersionHash": "abc"}]}"#, "version hash"),
+        (#"{"format": "other", "formatVersion": 1, "entityMappings": []}"#, "is not objectstore-mapping"),
+    ])
+    func mistakes(_ text: String, _ fragment: String) {
+        do {
+            _ = try MappingFormat.decode(Data(text.utf8), file: "m.json")
+            Issue.record("accepted: \(text)")
+        } catch let error as MigrationError {
+            #expect(error.code == .invalidMapping)
+            #expect(error.message.contains(fragment), "\(error.message)")
+            #expect(error.message.contains("m.json"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("a Swift closure cannot be written as data")
+    func closures() {
+        let mapping = MappingModel(entityMappings: [
+            EntityMapping(name: "M", kind: .transform, sourceEntity: "Contact", destinationEntity: "Contact",
+                          attributeMappings: ["firstName": .custom { _ in .string("x") }]),
+        ])
+        #expect(throws: MigrationError.self) { try MappingFormat.encode(mapping) }
+    }
+}
