@@ -77,18 +77,18 @@ public struct Comparison: Sendable, Hashable {
     }
 
     /// The left side.
-    public var lhs: Expression
+    public var lhs: PredicateExpression
     /// The operator.
     public var op: Operator
     /// The right side.
-    public var rhs: Expression
+    public var rhs: PredicateExpression
     /// The quantifier of a to-many left side.
     public var quantifier: Quantifier
     /// String options.
     public var options: Options
 
     /// Creates a comparison.
-    public init(_ lhs: Expression, _ op: Operator, _ rhs: Expression, quantifier: Quantifier = .direct, options: Options = []) {
+    public init(_ lhs: PredicateExpression, _ op: Operator, _ rhs: PredicateExpression, quantifier: Quantifier = .direct, options: Options = []) {
         self.lhs = lhs
         self.op = op
         self.rhs = rhs
@@ -98,13 +98,13 @@ public struct Comparison: Sendable, Hashable {
 }
 
 /// One side of a comparison.
-public indirect enum Expression: Sendable, Hashable {
+public indirect enum PredicateExpression: Sendable, Hashable {
     /// A key path from the evaluated object: `name`, `owner.name`, `pets.@count`.
     case keyPath(String)
     /// A constant; nil is `NIL`.
     case constant(Value?)
     /// A list of expressions: `{1, 2, 3}`.
-    case list([Expression])
+    case list([PredicateExpression])
 }
 
 extension ObjectPredicate: CustomStringConvertible {
@@ -131,7 +131,7 @@ extension Comparison: CustomStringConvertible {
     }
 }
 
-extension Expression: CustomStringConvertible {
+extension PredicateExpression: CustomStringConvertible {
     public var description: String {
         switch self {
         case .keyPath(let path): path

@@ -57,7 +57,7 @@ public enum PredicateEvaluator {
     }
 
     /// Resolves an expression on `subject`.
-    public static func operand(_ expression: Expression, on subject: any PredicateSubject) throws -> Operand {
+    public static func operand(_ expression: PredicateExpression, on subject: any PredicateSubject) throws -> Operand {
         switch expression {
         case .constant(let v): return .single(v)
         case .list(let items):

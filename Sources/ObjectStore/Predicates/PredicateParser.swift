@@ -155,7 +155,7 @@ struct PredicateParser {
         return options
     }
 
-    private mutating func parseExpression() throws -> Expression {
+    private mutating func parseExpression() throws -> PredicateExpression {
         switch current {
         case .string(let s): advance(); return .constant(.string(s))
         case .number(let v): advance(); return .constant(v)
@@ -170,7 +170,7 @@ struct PredicateParser {
             }
         case .symbol("{"):
             advance()
-            var items: [Expression] = []
+            var items: [PredicateExpression] = []
             if current != .symbol("}") {
                 items.append(try parseExpression())
                 while current == .symbol(",") {
