@@ -62,9 +62,10 @@ public enum JSONModelFormat {
     }
 }
 
-/// Finds the line and column of a JSON syntax error.
-enum SyntaxPosition {
-    static func of(_ error: Error, in data: Data) -> (Int?, Int?) {
+/// The line and column of a syntax error reported by Foundation's JSON parser.
+public enum SyntaxPosition {
+    /// The 1-based line and column `error` points at in `data`, when it says.
+    public static func of(_ error: Error, in data: Data) -> (Int?, Int?) {
         let text = "\(error) \((error as NSError).userInfo)"
         if let line = number(after: "line ", in: text), let column = number(after: "column ", in: text) {
             return (line, column)
@@ -75,7 +76,8 @@ enum SyntaxPosition {
         return (nil, nil)
     }
 
-    static func position(ofByte offset: Int, in data: Data) -> (Int, Int) {
+    /// The 1-based line and column of byte `offset` in `data`.
+    public static func position(ofByte offset: Int, in data: Data) -> (Int, Int) {
         var line = 1
         var column = 1
         for byte in data.prefix(offset) {

@@ -52,7 +52,7 @@ private struct Importer {
         do {
             root = try JSONSerialization.jsonObject(with: data)
         } catch {
-            let (line, column) = JSONPosition.of(error, in: data)
+            let (line, column) = SyntaxPosition.of(error, in: data)
             throw fail("the JSON does not parse" + (line.map { " (line \($0), column \(column ?? 0))" } ?? ""))
         }
         guard let document = root as? [String: Any] else { throw fail("the top level must be an object keyed by entity name") }
@@ -249,23 +249,8 @@ private struct Importer {
     }
 }
 
-/// Positions of JSON syntax errors and the Boolean test for parsed numbers.
+/// The Boolean test for numbers Foundation's JSON parser returns.
 enum JSONPosition {
-    static func of(_ error: Error, in data: Data) -> (Int?, Int?) {
-        let text = "\(error) \((error as NSError).userInfo)"
-        func number(after marker: String) -> Int? {
-            guard let range = text.range(of: marker) else { return nil }
-            return Int(text[range.upperBound...].prefix(while: \.isNumber))
-        }
-        if let line = number(after: "line "), let column = number(after: "column ") { return (line, column) }
-        if let offset = number(after: "character ") ?? number(after: "offset ") {
-            var line = 1, column = 1
-            for byte in data.prefix(offset) { if byte == 0x0a { line += 1; column = 1 } else { column += 1 } }
-            return (line, column)
-        }
-        return (nil, nil)
-    }
-
     static func isBoolean(_ number: NSNumber) -> Bool {
         let type = String(cString: number.objCType)
         return type == "c" || type == "B"
