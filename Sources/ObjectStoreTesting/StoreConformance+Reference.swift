@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import Synchronization
 import Testing
 
 extension StoreConformance {
@@ -51,5 +52,33 @@ extension StoreConformance {
             let window = try store.fetch(FetchRequest(entity: "Item", sortDescriptors: sort, fetchLimit: 3, fetchOffset: 2)).map(\.key)
             #expect(window == Array(subjects.map(\.record.key).dropFirst(2).prefix(3)), "window \(label)")
         }
+    }
+}
+
+extension StoreConformance {
+    /// Stores are `Sendable`: several threads saving and reading at once lose nothing and see consistent data.
+    func concurrentUse(_ scope: Scope) throws {
+        let store = try scope.openStore()
+        let threads = 4, saves = 25
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            do {
+                for i in 0..<saves {
+                    let keys = try store.allocatePrimaryKeys(entity: "Pet", count: 2)
+                    try store.save(ChangeSet(inserted: keys.map {
+                        ObjectRecord(key: ObjectKey("Pet", $0), attributes: ["name": .string("t\(thread) s\(i)")])
+                    }))
+                    let seen = try store.count(FetchRequest(entity: "Pet"))
+                    if seen % 2 != 0 { failures.withLock { $0.append("a save was seen half done: \(seen) pets") } }
+                    _ = try store.fetch(FetchRequest(entity: "Pet", predicate: .compare("name", .beginsWith, .string("t\(thread)"))))
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let all = try store.fetch(FetchRequest(entity: "Pet"))
+        #expect(all.count == threads * saves * 2)
+        #expect(Set(all.map(\.key.primaryKey)).count == all.count, "no key handed out twice")
     }
 }

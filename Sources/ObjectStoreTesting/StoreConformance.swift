@@ -41,6 +41,7 @@ public struct StoreConformance: Sendable {
         case readOnly
         case destroyAndReplace
         case sameAnswersAsTheReferenceEvaluator
+        case concurrentUse
 
         public var description: String { rawValue }
     }
@@ -96,6 +97,7 @@ public struct StoreConformance: Sendable {
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)
         case .sameAnswersAsTheReferenceEvaluator: try referenceAnswers(scope)
+        case .concurrentUse: try concurrentUse(scope)
         }
     }
 }
