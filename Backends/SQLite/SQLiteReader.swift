@@ -42,16 +42,42 @@ final class SQLiteReader {
         }
     }
 
-    private var insertStatements: [String: String] = [:]
 
-    /// The INSERT of a table for these columns (after Z_PK, Z_ENT, Z_OPT), built once per column set.
-    func insertStatement(table: String, columns: [String]) -> String {
-        let key = table + "|" + columns.joined(separator: "|")
-        if let sql = insertStatements[key] { return sql }
-        let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns
-        let sql = "INSERT INTO \(quote(table)) (\(names.map(quote).joined(separator: ", "))) VALUES (\(names.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
-        insertStatements[key] = sql
-        return sql
+    /// An INSERT of every column of an entity's table, with where each value goes.
+    struct InsertPlan {
+        let sql: String
+        let width: Int
+        let attributes: [String: (index: Int, type: AttributeType)]
+        let toOne: [String: (key: Int, entity: Int?)]
+    }
+    private var insertPlans: [Int: InsertPlan] = [:]
+
+    func insertPlan(for number: Int) -> InsertPlan {
+        if let plan = insertPlans[number] { return plan }
+        let name = schema.byNumber[number]!
+        let mapping = schema.entities[name]!
+        let description = model.entity(named: name)!
+        var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+        var attributes: [String: (Int, AttributeType)] = [:]
+        for (attribute, column) in mapping.attributes.sorted(by: { $0.value < $1.value }) {
+            attributes[attribute] = (columns.count, description.attributesByName[attribute]!.type)
+            columns.append(column)
+        }
+        var toOne: [String: (Int, Int?)] = [:]
+        for (relationship, column) in mapping.toOne.sorted(by: { $0.value.key < $1.value.key }) {
+            let key = columns.count
+            columns.append(column.key)
+            var entity: Int?
+            if let entityColumn = column.entity {
+                entity = columns.count
+                columns.append(entityColumn)
+            }
+            toOne[relationship] = (key, entity)
+        }
+        let sql = "INSERT INTO \(quote(mapping.table)) (\(columns.map(quote).joined(separator: ", "))) VALUES (\(columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        let plan = InsertPlan(sql: sql, width: columns.count, attributes: attributes, toOne: toOne)
+        insertPlans[number] = plan
+        return plan
     }
 
     private var updateStatements: [String: String] = [:]

@@ -120,10 +120,29 @@ struct SQLiteWriter {
         for name in record.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
             throw StoreError(.invalidChange, "\(record.key): no stored to-many relationship named \(name)")
         }
-        let columns = try assignments(record.key, description, mapping, attributes: record.attributes.mapValues { $0 },
-                                      toOne: record.toOne.mapValues { $0 })
-        let values: [SQLValue] = [.integer(record.key.primaryKey), .integer(Int64(mapping.number)), .integer(max(1, record.version))] + columns.map(\.1)
-        let sql = reader.insertStatement(table: mapping.table, columns: columns.map(\.0))
+        // One statement per entity with every column; what the record leaves out is NULL.
+        let plan = reader.insertPlan(for: mapping.number)
+        var values = [SQLValue](repeating: .null, count: plan.width)
+        values[0] = .integer(record.key.primaryKey)
+        values[1] = .integer(Int64(mapping.number))
+        values[2] = .integer(max(1, record.version))
+        for (name, value) in record.attributes {
+            guard let slot = plan.attributes[name] else {
+                throw StoreError(.invalidChange, "\(record.key): no stored attribute named \(name)")
+            }
+            guard slot.type.accepts(value) else {
+                throw StoreError(.invalidChange, "\(record.key).\(name): \(value) is not a valid \(slot.type.modelName)")
+            }
+            values[slot.index] = SQLiteValues.sql(value)
+        }
+        for (name, target) in record.toOne {
+            guard let slot = plan.toOne[name] else {
+                throw StoreError(.invalidChange, "\(record.key): no stored to-one relationship named \(name)")
+            }
+            values[slot.key] = .integer(target.primaryKey)
+            if let entity = slot.entity, let number = schema.entities[target.entity]?.number { values[entity] = .integer(Int64(number)) }
+        }
+        let sql = plan.sql
         do {
             try connection.statement(sql).run(values)
         } catch let error as StoreError where error.code == .invalidChange {
