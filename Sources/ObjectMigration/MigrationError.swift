@@ -38,7 +38,9 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         case validate
     }
 
+    /// The kind of failure.
     public var code: Code
+    /// What went wrong, in one sentence.
     public var message: String
     /// The entity mapping at fault.
     public var mapping: String?

@@ -32,8 +32,11 @@ public struct MigrationProgress: Sendable, Hashable {
 /// try manager.migrateStore(at: old, type: SQLiteStoreType(), to: new, type: SQLiteStoreType())
 /// ```
 public final class MigrationManager: Sendable {
+    /// The model of the source store (it must match the store's hashes).
     public let sourceModel: ManagedObjectModel
+    /// The model of the destination store.
     public let destinationModel: ManagedObjectModel
+    /// How source objects become destination objects.
     public let mapping: MappingModel
     /// Where custom policies are looked up by name.
     public let policies: PolicyRegistry

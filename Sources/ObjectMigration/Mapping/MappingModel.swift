@@ -21,6 +21,7 @@ public struct EntityMapping: Sendable {
 
     /// The mapping's name, unique in the mapping model (`PersonToPerson`).
     public var name: String
+    /// What the mapping does.
     public var kind: Kind
     /// The source entity (exactly this entity: sub-entities have mappings of their own).
     public var sourceEntity: String?

@@ -7,14 +7,23 @@ import Foundation
 /// ``double(_:)``, and a transformable attribute holds its Codable payload as
 /// ``data(_:)``.
 public enum Value: Sendable, Hashable {
+    /// Integer 16, 32 or 64.
     case integer(Int64)
+    /// Double or Float.
     case double(Double)
+    /// Decimal.
     case decimal(Decimal)
+    /// String.
     case string(String)
+    /// Boolean.
     case boolean(Bool)
+    /// Date.
     case date(Date)
+    /// Binary data, or a transformable attribute's payload.
     case data(Data)
+    /// UUID.
     case uuid(UUID)
+    /// URI.
     case uri(URL)
 
     /// A short name of the value's kind, for error messages.

@@ -5,13 +5,21 @@ import Foundation
 /// Stores keep metadata keys they do not know, so any property-list value can
 /// be stored and read back unchanged.
 public enum PropertyListValue: Sendable, Hashable {
+    /// `<string>`.
     case string(String)
+    /// `<integer>`.
     case integer(Int64)
+    /// `<real>`.
     case real(Double)
+    /// `<true/>` or `<false/>`.
     case boolean(Bool)
+    /// `<date>`.
     case date(Date)
+    /// `<data>`.
     case data(Data)
+    /// `<array>`.
     case array([PropertyListValue])
+    /// `<dict>`.
     case dictionary([String: PropertyListValue])
 
     /// The string, when this is one.
