@@ -264,6 +264,28 @@ struct FailureTests {
         #expect(!FileManager.default.fileExists(atPath: to.path))
     }
 
+    @Test("a malformed mapping is refused before anything is written", arguments: [
+        EntityMapping(name: "M", kind: .custom, sourceEntity: "Contact", destinationEntity: "Contact", policyName: "NotRegistered"),
+        EntityMapping(name: "M", kind: .copy, sourceEntity: "Nobody", destinationEntity: "Contact"),
+        EntityMapping(name: "M", kind: .copy, sourceEntity: "Contact", destinationEntity: "Nobody"),
+        EntityMapping(name: "M", kind: .copy, sourceEntity: "Contact", destinationEntity: "Contact", destinationVersionHash: Data(count: 32)),
+    ])
+    func malformed(_ entityMapping: EntityMapping) throws {
+        let workspace = try Workspace()
+        let from = workspace.location("v1", "sqlite"), to = workspace.location("v2", "sqlite")
+        try makeStore("sqlite", at: from, model: contactV1, json: contacts)
+        let manager = MigrationManager(sourceModel: contactV1, destinationModel: contactV2, mapping: MappingModel(entityMappings: [entityMapping]),
+                                       policies: PolicyRegistry())
+        do {
+            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+            Issue.record("a malformed mapping ran")
+        } catch let error as MigrationError {
+            #expect(error.code == .invalidMapping)
+            #expect(error.mapping == "M")
+        }
+        #expect(!FileManager.default.fileExists(atPath: to.path))
+    }
+
     @Test("progress is an async sequence too")
     func progressSequence() async throws {
         let workspace = try Workspace()
