@@ -30,6 +30,11 @@ final class SQLiteConnection {
             if let db { sqlite3_close_v2(db) }
             throw StoreError(.io, "cannot open the database: \(message) (SQLite code \(rc))", url: URL(filePath: path))
         }
+        let registered = SQLiteFunctions.register(on: db)
+        guard registered == SQLITE_OK else {
+            sqlite3_close_v2(db)
+            throw StoreError(.io, "cannot register the SQL functions (SQLite code \(registered))", url: URL(filePath: path))
+        }
         handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)

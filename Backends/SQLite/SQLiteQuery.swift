@@ -8,10 +8,12 @@ import ObjectStore
 ///
 /// Translated: comparisons of an attribute of the fetched entity with a
 /// constant of its own kind (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`,
-/// nil tests), `BEGINSWITH`/`ENDSWITH`/`CONTAINS` without options, `AND`, `OR`,
-/// `NOT` over translated parts, and the constants. Everything else (key paths
-/// through relationships, `[c]`/`[d]`, `LIKE`, `MATCHES`, aggregates) is
-/// evaluated in Swift on the rows the translated conjuncts select.
+/// nil tests), `BEGINSWITH`/`ENDSWITH`/`CONTAINS`, string comparisons with
+/// `[c]`/`[d]`, `LIKE` and `MATCHES` (through `objectstore_string`, an SQL
+/// function that calls the evaluator), `AND`, `OR`, `NOT` over translated parts,
+/// and the constants. Everything else (key paths through relationships,
+/// aggregates, quantifiers) is evaluated in Swift on the rows the translated
+/// conjuncts select.
 struct SQLiteQuery {
     let entity: String
     let schema: SQLiteSchema
@@ -102,13 +104,20 @@ struct SQLiteQuery {
     }
 
     private func comparison(_ c: Comparison, _ arguments: inout [SQLValue]) -> String? {
-        guard c.quantifier == .direct, c.options.isEmpty, case .keyPath(let path) = c.lhs,
-              let (name, type) = column(path) else { return nil }
+        guard c.quantifier == .direct, case .keyPath(let path) = c.lhs, let (name, type) = column(path) else { return nil }
         let column = "t.\(quote(name))"
         func bind(_ value: Value) -> String {
             arguments.append(SQLiteValues.sql(value))
             return "?\(arguments.count)"
         }
+        // String comparisons with options, LIKE and MATCHES: the evaluator's own code, as an SQL function.
+        if type == .string, case .constant(.string(let s)?) = c.rhs,
+           !c.options.isEmpty || c.op == .like || c.op == .matches,
+           [.equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
+            .beginsWith, .endsWith, .contains, .like, .matches].contains(c.op) {
+            return "\(SQLiteFunctions.stringComparison)('\(c.op.rawValue)', \(c.options.rawValue), \(column), \(bind(.string(s))))"
+        }
+        guard c.options.isEmpty else { return nil }
         // NaN is stored as text; keep it out of ordering comparisons, where SQL would sort it after numbers.
         let numeric = (type == .double || type == .float) ? " AND typeof(\(column)) != 'text'" : ""
         switch (c.op, c.rhs) {

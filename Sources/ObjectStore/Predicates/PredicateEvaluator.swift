@@ -174,6 +174,12 @@ public enum PredicateEvaluator {
         }
     }
 
+    /// One comparison of two single values, with the evaluator's rules (for
+    /// backends that call back into them, such as a SQL function).
+    public static func compare(_ lhs: Value?, _ op: Comparison.Operator, _ rhs: Value?, options: Comparison.Options) throws -> Bool {
+        try compare(lhs, op, rhs, options)
+    }
+
     private static func compare(_ lhs: Value?, _ op: Comparison.Operator, _ rhs: Value?, _ options: Comparison.Options) throws -> Bool {
         switch op {
         case .equal: return equal(lhs, rhs, options)
