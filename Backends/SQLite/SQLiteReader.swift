@@ -80,6 +80,42 @@ final class SQLiteReader {
         return plan
     }
 
+    private var cleanups: [Int: [String]] = [:]
+
+    /// The statements (parameter ?1: the primary key) that clear what points to a deleted
+    /// object of entity `number`: foreign keys and join rows that reach it, and the rows it
+    /// owned through a hidden foreign key or a join table. Worked out once per entity.
+    func cleanupStatements(for number: Int) -> [String] {
+        if let statements = cleanups[number] { return statements }
+        let deleted = model.entity(named: schema.byNumber[number]!)!
+        var statements: [String] = []
+        for (name, entity) in schema.entities.sorted(by: { $0.value.number < $1.value.number }) {
+            let declared = model.entity(named: name)!.declaration
+            for relationship in declared.relationships where !relationship.isTransient {
+                guard model.entity(named: relationship.destination)?.rootName == deleted.rootName else { continue }
+                if !relationship.isToMany, let columns = entity.toOne[relationship.name] {
+                    var set = "\(quote(columns.key)) = NULL"
+                    if let entityColumn = columns.entity { set += ", \(quote(entityColumn)) = NULL" }
+                    statements.append("UPDATE \(quote(entity.table)) SET \(set) WHERE \(quote(columns.key)) = ?1")
+                } else if case .join(let table, _, let other, _, _, _)? = entity.toMany[relationship.name] {
+                    statements.append("DELETE FROM \(quote(table)) WHERE \(quote(other)) = ?1")
+                }
+            }
+            guard deleted.isKind(of: name) else { continue }
+            for relationship in declared.relationships where relationship.isToMany {
+                switch entity.toMany[relationship.name] {
+                case .hiddenForeignKey(let table, let column, let order)?:
+                    statements.append("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1")
+                case .join(let table, let own, _, _, _, _)?:
+                    statements.append("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1")
+                default: break
+                }
+            }
+        }
+        cleanups[number] = statements
+        return statements
+    }
+
     private var updateStatements: [String: String] = [:]
 
     /// The UPDATE of one row for these columns (parameters: ?1 Z_PK, ?2 Z_ENT, then the columns, then the version).
@@ -211,15 +247,15 @@ struct SQLiteSubject: PredicateSubject {
 
     var identity: Value { .string(record.key.description) }
 
-    func resolve(_ key: String) -> ResolvedKey? {
+    func resolve(_ key: String) throws -> ResolvedKey? {
         guard let entity = reader.model.entity(named: record.key.entity) else { return nil }
         if entity.attributesByName[key] != nil { return .value(record.attributes[key]) }
         guard let relationship = entity.relationshipsByName[key] else { return nil }
         if relationship.isToMany {
-            let keys = (try? reader.relatedKeys(of: record.key, relationship: key)) ?? []
-            return .objects(keys.compactMap { (try? reader.record(for: $0)) ?? nil }.map { SQLiteSubject(record: $0, reader: reader) })
+            let keys = try reader.relatedKeys(of: record.key, relationship: key)
+            return .objects(try keys.compactMap { try reader.record(for: $0) }.map { SQLiteSubject(record: $0, reader: reader) })
         }
-        let target = record.toOne[key].flatMap { (try? reader.record(for: $0)) ?? nil }
+        let target = try record.toOne[key].flatMap { try reader.record(for: $0) }
         return .object(target.map { SQLiteSubject(record: $0, reader: reader) })
     }
 }

@@ -48,7 +48,7 @@ struct SQLiteWriter {
     }
 
     private func delete(_ deletion: ObjectDeletion) throws {
-        let (description, mapping) = try self.description(deletion.key, "delete")
+        let (_, mapping) = try self.description(deletion.key, "delete")
         var sql = "DELETE FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2"
         var arguments: [SQLValue] = [.integer(deletion.key.primaryKey), .integer(Int64(mapping.number))]
         if let expected = deletion.expectedVersion { sql += " AND Z_OPT = ?3"; arguments.append(.integer(expected)) }
@@ -56,34 +56,9 @@ struct SQLiteWriter {
         if connection.changes == 0 {
             try conflictOrMissing(deletion.key, expected: deletion.expectedVersion, verb: "delete", table: mapping.table, number: mapping.number)
         }
-        // References to the deleted object read as absent afterwards: clear foreign keys and join rows that point to it.
-        let root = description.rootName
-        for (name, entity) in schema.entities {
-            let declared = model.entity(named: name)!.declaration
-            for relationship in declared.relationships where !relationship.isTransient {
-                guard model.entity(named: relationship.destination)?.rootName == root else { continue }
-                if !relationship.isToMany, let columns = entity.toOne[relationship.name] {
-                    var set = "\(quote(columns.key)) = NULL"
-                    if let entityColumn = columns.entity { set += ", \(quote(entityColumn)) = NULL" }
-                    try connection.statement("UPDATE \(quote(entity.table)) SET \(set) WHERE \(quote(columns.key)) = ?1")
-                        .run([.integer(deletion.key.primaryKey)])
-                } else if case .join(let table, _, let other, _, _, _)? = entity.toMany[relationship.name] {
-                    try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(other)) = ?1").run([.integer(deletion.key.primaryKey)])
-                }
-            }
-            // Rows this object owned through a hidden foreign key or a join table.
-            if description.isKind(of: name) {
-                for relationship in declared.relationships where relationship.isToMany {
-                    switch entity.toMany[relationship.name] {
-                    case .hiddenForeignKey(let table, let column, let order)?:
-                        try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1")
-                            .run([.integer(deletion.key.primaryKey)])
-                    case .join(let table, let own, _, _, _, _)?:
-                        try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1").run([.integer(deletion.key.primaryKey)])
-                    default: break
-                    }
-                }
-            }
+        // References to the deleted object read as absent afterwards.
+        for sql in reader.cleanupStatements(for: mapping.number) {
+            try connection.statement(sql).run([.integer(deletion.key.primaryKey)])
         }
     }
 

@@ -17,15 +17,10 @@ struct AtomicConformanceTests {
     }
 }
 
-final class Folder {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "atomic-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    var store: URL { url.appending(path: "data.store") }
-    var files: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
+typealias Folder = TemporaryFolder
+
+extension TemporaryFolder {
+    var store: URL { file("data.store") }
 }
 
 /// Writes a store with a few objects and returns its bytes.

@@ -7,16 +7,7 @@ import SQLiteStore
 import Testing
 
 /// A throwaway folder for one test.
-final class Folder {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "sqlite-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func file(_ name: String) -> URL { url.appending(path: name) }
-    var files: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
-}
+typealias Folder = TemporaryFolder
 
 /// Reads a database with the C API directly: SQLite's own view of the file.
 struct RawDatabase {
@@ -292,4 +283,29 @@ extension RawDatabase {
     }
 
     init(handle: OpaquePointer) { self.handle = handle }
+}
+
+@Suite("SQLiteStore options")
+struct SQLiteOptionTests {
+    @Test("journal_mode picks the journal; an unknown one is refused and leaves nothing")
+    func journalMode() throws {
+        let folder = try TemporaryFolder()
+        let url = folder.file("rollback.sqlite")
+        let store = try SQLiteStoreType().open(at: url, model: StoreConformance.model, options: StoreOptions(settings: ["journal_mode": "delete"]))
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Pet", 1), attributes: ["name": .string("Rex")])]))
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
+        try store.close()
+        let db = try RawDatabase(url)
+        #expect(try db.strings("PRAGMA journal_mode") == [["delete"]])
+        db.close()
+        do {
+            _ = try SQLiteStoreType().open(at: folder.file("bad.sqlite"), model: StoreConformance.model,
+                                           options: StoreOptions(settings: ["journal_mode": "sideways"]))
+            Issue.record("an unknown journal mode was accepted")
+        } catch let error as StoreError {
+            #expect(error.code == .invalidChange)
+            #expect(error.message.contains("SIDEWAYS"))
+        }
+        #expect(folder.files == ["rollback.sqlite"])
+    }
 }

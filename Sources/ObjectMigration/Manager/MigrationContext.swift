@@ -17,7 +17,7 @@ public final class MigrationContext {
     let batchSize: Int
 
     /// Mappings whose destination objects keep their source object's primary key.
-    private var keepsKeys: Set<String> = []
+    private var keepingKeys: Set<String> = []
     /// Mappings whose association is implicit (same key, every source object mapped once).
     private var implicit: Set<String> = []
     /// Explicit associations: mapping name → source primary key → destination keys.
@@ -53,7 +53,7 @@ public final class MigrationContext {
                   let destinationRoot = destination.model.entity(named: d)?.rootName else { continue }
             if rootOwner[destinationRoot] == nil { rootOwner[destinationRoot] = sourceRoot }
             if rootOwner[destinationRoot] == sourceRoot {
-                keepsKeys.insert(m.name)
+                keepingKeys.insert(m.name)
                 if m.policyName == nil && m.sourceFilter == nil { implicit.insert(m.name) }
             }
         }
@@ -88,7 +88,7 @@ public final class MigrationContext {
     }
 
     /// Whether the mapping's destination objects keep their source keys.
-    func keepsKeys(_ mapping: EntityMapping) -> Bool { keepsKeys.contains(mapping.name) }
+    func keepsKeys(_ mapping: EntityMapping) -> Bool { keepingKeys.contains(mapping.name) }
 
     private func keptRoot(_ mapping: EntityMapping) -> String? {
         mapping.destinationEntity.flatMap { destinationModel.entity(named: $0)?.rootName }

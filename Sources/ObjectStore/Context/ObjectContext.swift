@@ -323,14 +323,14 @@ struct ContextSubject: PredicateSubject {
 
     var identity: Value { .string(object.objectID.key.description) }
 
-    func resolve(_ key: String) -> ResolvedKey? {
+    func resolve(_ key: String) throws -> ResolvedKey? {
         if object.entity.attributesByName[key] != nil { return .value(object.state.attributes[key]) }
         guard let relationship = object.entity.relationshipsByName[key], let context = object.context else { return nil }
         if relationship.isToMany {
-            let ids = (try? context.toManyIDs(object, relationship)) ?? []
-            return .objects(ids.compactMap { (try? context.object(with: $0)) ?? nil }.map(ContextSubject.init))
+            let ids = try context.toManyIDs(object, relationship)
+            return .objects(try ids.compactMap { try context.object(with: $0) }.map(ContextSubject.init))
         }
-        let target = object.state.toOne[key].flatMap { (try? context.object(with: $0)) ?? nil }
+        let target = try object.state.toOne[key].flatMap { try context.object(with: $0) }
         return .object(target.map(ContextSubject.init))
     }
 }

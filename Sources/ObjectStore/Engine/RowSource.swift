@@ -157,12 +157,12 @@ struct RowSubject<Source: RowSource>: PredicateSubject {
 
     var identity: Value { .string(key.description) }
 
-    func resolve(_ name: String) -> ResolvedKey? {
+    func resolve(_ name: String) throws -> ResolvedKey? {
         guard let entity = box.model.entity(named: key.entity) else { return nil }
         if entity.attributesByName[name] != nil { return .value(row.attributes[name]) }
         guard let relationship = entity.relationshipsByName[name] else { return nil }
-        let targets = (row.relationships[name] ?? []).compactMap { target in
-            ((try? box.source.row(target)) ?? nil).map { RowSubject(box: box, key: target, row: $0) }
+        let targets = try (row.relationships[name] ?? []).compactMap { target in
+            try box.source.row(target).map { RowSubject(box: box, key: target, row: $0) }
         }
         return relationship.isToMany ? .objects(targets) : .object(targets.first)
     }

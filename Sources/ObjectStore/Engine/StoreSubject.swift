@@ -16,15 +16,15 @@ public struct StoreSubject: PredicateSubject {
 
     public var identity: Value { .string(record.key.description) }
 
-    public func resolve(_ key: String) -> ResolvedKey? {
+    public func resolve(_ key: String) throws -> ResolvedKey? {
         guard let entity = store.model.entity(named: record.key.entity) else { return nil }
         if entity.attributesByName[key] != nil { return .value(record.attributes[key]) }
         guard let relationship = entity.relationshipsByName[key] else { return nil }
         if relationship.isToMany {
-            let keys = (try? store.relatedKeys(of: record.key, relationship: key)) ?? []
-            return .objects(keys.compactMap { (try? store.record(for: $0)) ?? nil }.map { StoreSubject(record: $0, store: store) })
+            let keys = try store.relatedKeys(of: record.key, relationship: key)
+            return .objects(try keys.compactMap { try store.record(for: $0) }.map { StoreSubject(record: $0, store: store) })
         }
-        let target = record.toOne[key].flatMap { (try? store.record(for: $0)) ?? nil }
+        let target = try record.toOne[key].flatMap { try store.record(for: $0) }
         return .object(target.map { StoreSubject(record: $0, store: store) })
     }
 }

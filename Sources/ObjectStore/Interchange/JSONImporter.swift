@@ -140,14 +140,6 @@ private struct Importer {
                 }
             }
             if keep {
-                for (i, pk) in zip(members, chosen) where try store.record(for: ObjectKey(objects[i].entity.name, pk)) != nil
-                    || model.entity(named: root)!.kindNames.contains(where: { (try? store.record(for: ObjectKey($0, pk))) != nil }) {
-                    _ = i
-                    keep = false
-                    break
-                }
-            }
-            if keep {
                 for (i, pk) in zip(members, chosen) { objects[i].key = ObjectKey(objects[i].entity.name, pk) }
             } else {
                 let range = try store.allocatePrimaryKeys(entity: root, count: members.count)
@@ -218,7 +210,7 @@ private struct Importer {
         let type = attribute.type
         func bad() -> StoreError { fail("\(place): \(String(describing: raw).prefix(40)) is not a valid \(type.modelName)") }
         if let number = raw as? NSNumber, !(raw is String) {
-            let isBool = JSONPosition.isBoolean(number)
+            let isBool = number.isBoolean
             switch type {
             case .boolean:
                 guard isBool else { throw bad() }
@@ -249,10 +241,3 @@ private struct Importer {
     }
 }
 
-/// The Boolean test for numbers Foundation's JSON parser returns.
-enum JSONPosition {
-    static func isBoolean(_ number: NSNumber) -> Bool {
-        let type = String(cString: number.objCType)
-        return type == "c" || type == "B"
-    }
-}

@@ -70,7 +70,7 @@ extension PropertyListValue {
         case let v as Data: self = .data(v)
         case let v as NSNumber:
             let type = String(cString: v.objCType)
-            if type == "c" || type == "B" {
+            if v.isBoolean {
                 self = .boolean(v.boolValue)
             } else if type == "f" || type == "d" {
                 self = .real(v.doubleValue)
@@ -97,5 +97,13 @@ extension PropertyListValue {
         default:
             return nil
         }
+    }
+}
+
+extension NSNumber {
+    /// Whether Foundation made this number from a Boolean (property lists and JSON both do).
+    var isBoolean: Bool {
+        let type = String(cString: objCType)
+        return type == "c" || type == "B"
     }
 }

@@ -17,7 +17,8 @@ public enum ResolvedKey {
 /// in ``PredicateEvaluator`` alone.
 public protocol PredicateSubject {
     /// The attribute or relationship named `key`, or nil when the entity has no such property.
-    func resolve(_ key: String) -> ResolvedKey?
+    /// - Throws: when the objects across a relationship cannot be read.
+    func resolve(_ key: String) throws -> ResolvedKey?
     /// A value standing for the object itself, for comparing objects with each other.
     var identity: Value { get }
 }
@@ -93,7 +94,7 @@ public enum PredicateEvaluator {
             case .object(nil):
                 current = .single(nil)
             case .object(let object?):
-                guard let resolved = object.resolve(key) else {
+                guard let resolved = try object.resolve(key) else {
                     throw StoreError(.invalidFetch, "\(path): unknown key \(key)")
                 }
                 switch resolved {
@@ -106,7 +107,7 @@ public enum PredicateEvaluator {
                 var objects: [any PredicateSubject] = []
                 var sawValue = false
                 for object in list {
-                    guard let resolved = object.resolve(key) else {
+                    guard let resolved = try object.resolve(key) else {
                         throw StoreError(.invalidFetch, "\(path): unknown key \(key)")
                     }
                     switch resolved {
