@@ -140,8 +140,7 @@ extension AttributeType {
             default: return nil
             }
         case .date:
-            if let date = ValueText.parseISO8601(trimmed) { return .date(date) }
-            return Double(trimmed).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+            return ValueText.parseDate(trimmed).map(Value.date)
         case .binaryData, .transformable:
             return Data(base64Encoded: trimmed).map(Value.data)
         case .uuid:
@@ -173,15 +172,22 @@ extension Value {
 
 /// Text conversions shared by the model formats and the interchange formats.
 public enum ValueText {
-    /// ISO 8601 with fractional seconds, UTC: `2024-05-01T12:00:00.000Z`.
+    /// ISO 8601 in UTC that reads back to the identical date: `2024-05-01T12:00:00.000Z`,
+    /// with millisecond digits and more only where the date has them (see `docs/json-format.md`).
+    /// A date outside the years 0000–9999 (or not finite) is written as its seconds since 2001.
     public static func iso8601(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        DateText.format(date)
     }
 
-    /// Parses ISO 8601 with or without fractional seconds.
+    /// Parses ISO 8601 (`YYYY-MM-DDTHH:MM:SS`, an optional fraction of any length, and `Z` or
+    /// an offset) exactly: the decimal the text names, rounded once to the nearest date.
     public static func parseISO8601(_ text: String) -> Date? {
-        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
-        return try? Date.ISO8601FormatStyle().parse(text)
+        DateText.parseISO(Array(text.utf8))
+    }
+
+    /// Parses what ``iso8601(_:)`` writes: ISO 8601, or seconds since 2001-01-01 as a number.
+    public static func parseDate(_ text: String) -> Date? {
+        DateText.parse(text)
     }
 
     /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.

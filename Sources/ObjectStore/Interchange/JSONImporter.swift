@@ -231,7 +231,7 @@ private struct Importer {
         guard let text = raw as? String else { throw bad() }
         switch type {
         case .date:
-            guard let date = ValueText.parseISO8601(text) else { throw bad() }
+            guard let date = ValueText.parseDate(text) else { throw bad() }
             return .date(date)
         case .double, .float, .decimal, .string, .binaryData, .transformable, .uuid, .uri:
             guard let value = type.parseValue(text) else { throw bad() }
