@@ -119,11 +119,11 @@ final class SQLiteReader {
     private var updateStatements: [String: String] = [:]
 
     /// The UPDATE of one row for these columns (parameters: ?1 Z_PK, ?2 Z_ENT, then the columns, then the version).
-    func updateStatement(table: String, columns: [String], checksVersion: Bool) -> String {
-        let key = table + "|" + columns.joined(separator: "|") + (checksVersion ? "|v" : "")
+    func updateStatement(table: String, columns: [String], checksVersion: Bool, bumpsVersion: Bool) -> String {
+        let key = table + "|" + columns.joined(separator: "|") + (checksVersion ? "|v" : "") + (bumpsVersion ? "|b" : "")
         if let sql = updateStatements[key] { return sql }
         var set = columns.enumerated().map { "\(quote($1)) = ?\($0 + 3)" }
-        set.append("Z_OPT = Z_OPT + 1")
+        set.append(bumpsVersion ? "Z_OPT = Z_OPT + 1" : "Z_OPT = Z_OPT")
         var sql = "UPDATE \(quote(table)) SET \(set.joined(separator: ", ")) WHERE Z_PK = ?1 AND Z_ENT = ?2"
         if checksVersion { sql += " AND Z_OPT = ?\(columns.count + 3)" }
         updateStatements[key] = sql
@@ -185,12 +185,13 @@ final class SQLiteReader {
         guard let storage = entity.toMany[name] else { return [] }
         let rows: [(Int64, Int64)]
         switch storage {
-        case .inverseForeignKey(let table, let column, let order), .hiddenForeignKey(let table, let column, let order):
-            let sql = "SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { quote($0) + ", " } ?? "")Z_PK"
+        case .inverseForeignKey(let table, let column, _, let order), .hiddenForeignKey(let table, let column, let order):
+            // Members without an order number (added from the other side) come last, in key order.
+            let sql = "SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
             rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
         case .join(let table, let own, let other, let order, _, let otherTable):
             let sql = "SELECT j.\(quote(other)), t.Z_ENT FROM \(quote(table)) j JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) "
-                + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j." + quote($0) + ", " } ?? "")j.\(quote(other))"
+                + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j.\(quote($0)) IS NULL, j.\(quote($0)), " } ?? "")j.\(quote(other))"
             rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
         }
         let keys = rows.compactMap { pk, number in schema.byNumber[Int(number)].map { ObjectKey($0, pk) } }

@@ -7,8 +7,9 @@ import ObjectModel
 struct SQLiteSchema {
     /// Where a to-many relationship's members are found.
     enum ToMany {
-        /// Rows of the destination's table whose foreign key (the inverse to-one) points here.
-        case inverseForeignKey(table: String, column: String, order: String?)
+        /// Rows of the destination's table whose foreign key (the inverse to-one) points here;
+        /// `entity` is that to-one's column of the target's Z_ENT, when it has one.
+        case inverseForeignKey(table: String, column: String, entity: String?, order: String?)
         /// A hidden foreign-key column on the destination's table (a to-many with no inverse).
         case hiddenForeignKey(table: String, column: String, order: String?)
         /// A join table: rows pairing this object (`own`) with a member (`other`).
@@ -109,11 +110,11 @@ struct SQLiteSchema {
                 let destinationTable = tableName(relationship.destination)
                 let inverse = relationship.inverse.flatMap { model.entity(named: relationship.destination)?.relationshipsByName[$0] }
                 if let inverse, !inverse.isToMany {
-                    let key = toOneColumns[relationship.destination]?[inverse.name]?.key
-                        ?? "Z" + inverse.name.uppercased()
+                    let columns = toOneColumns[relationship.destination]?[inverse.name]
+                    let key = columns?.key ?? "Z" + inverse.name.uppercased()
                     var order: String?
                     if relationship.isOrdered { order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER") }
-                    storage[relationship.name] = .inverseForeignKey(table: destinationTable, column: key, order: order)
+                    storage[relationship.name] = .inverseForeignKey(table: destinationTable, column: key, entity: columns?.entity, order: order)
                 } else if inverse == nil {
                     let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER")
                     tables[destinationTable]!.indexes.append(("\(destinationTable)_\(column)_INDEX", [column]))

@@ -10,7 +10,15 @@ struct SQLiteWriter {
     var schema: SQLiteSchema { reader.schema }
     var model: ManagedObjectModel { reader.model }
 
+    /// Applies a change set, completing the inverse side of every relationship it gives
+    /// (see ``PersistentStore/save(_:)``). Most inverse sides need nothing: a to-many whose
+    /// inverse is a to-one is read from that to-one's foreign key, and a many-to-many is one
+    /// join table for both sides. What is written besides: the second foreign key of a
+    /// one-to-one, foreign keys of members a to-many drops, and the order number of an
+    /// object a to-one moves to the end of an ordered to-many.
     func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
+        try changes.checkInverses(model: model)
+        let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }
         var lastKeys: [Int: Int64] = [:]
         for record in changes.inserted {
@@ -18,7 +26,12 @@ struct SQLiteWriter {
             let root = schema.entities[model.entity(named: record.key.entity)!.rootName]!.number
             lastKeys[root] = max(lastKeys[root] ?? 0, record.key.primaryKey)
         }
-        for update in changes.updated { try self.update(update) }
+        for record in changes.inserted {
+            for (name, target) in record.toOne.sorted(by: { $0.key < $1.key }) {
+                try completeToOne(record.key, name, target, given: given, inserted: true)
+            }
+        }
+        for update in changes.updated { try self.update(update, bumpingVersion: !changes.keepsVersions, given: given) }
         for record in changes.inserted {
             for (name, members) in record.toMany { try writeToMany(record.key, name, members) }
         }
@@ -125,19 +138,78 @@ struct SQLiteWriter {
         }
     }
 
-    private func update(_ update: ObjectUpdate) throws {
+    private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {
         let (description, mapping) = try self.description(update.key, "update")
         for name in update.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
             throw StoreError(.invalidChange, "\(update.key): no stored to-many relationship named \(name)")
         }
         let columns = try assignments(update.key, description, mapping, attributes: update.attributes, toOne: update.toOne)
+        // Moving to the end of an ordered to-many is decided on the foreign key before it changes.
+        for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) { try appendOrder(update.key, name, target, given: given) }
         var values: [SQLValue] = [.integer(update.key.primaryKey), .integer(Int64(mapping.number))] + columns.map(\.1)
         if let expected = update.expectedVersion { values.append(.integer(expected)) }
-        let sql = reader.updateStatement(table: mapping.table, columns: columns.map(\.0), checksVersion: update.expectedVersion != nil)
+        let sql = reader.updateStatement(table: mapping.table, columns: columns.map(\.0), checksVersion: update.expectedVersion != nil,
+                                         bumpsVersion: bumpingVersion)
         try connection.statement(sql).run(values)
         if connection.changes == 0 {
             try conflictOrMissing(update.key, expected: update.expectedVersion, verb: "update", table: mapping.table, number: mapping.number)
         }
+        for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) {
+            try completeToOne(update.key, name, target, given: given, inserted: false)
+        }
+    }
+
+    /// The to-one `name` of `owner`, with its inverse, when the inverse is a side the change set does not give.
+    private func inverseToComplete(_ owner: ObjectKey, _ name: String, _ target: ObjectKey?,
+                                   given: [RelationshipSide: [ObjectKey]]) -> (Relationship, Relationship)? {
+        guard let relationship = model.entity(named: owner.entity)?.relationshipsByName[name], let inverseName = relationship.inverse,
+              let inverse = model.entity(named: relationship.destination)?.relationshipsByName[inverseName] else { return nil }
+        if let target, given[RelationshipSide(target, inverseName)] != nil { return nil }
+        return (relationship, inverse)
+    }
+
+    /// When `owner.name` (a to-one) moves to a new target whose inverse is an ordered to-many,
+    /// gives `owner` the order number after the target's last member.
+    private func appendOrder(_ owner: ObjectKey, _ name: String, _ target: ObjectKey?, given: [RelationshipSide: [ObjectKey]]) throws {
+        guard let (relationship, inverse) = inverseToComplete(owner, name, target, given: given), inverse.isOrdered,
+              case .inverseForeignKey(let table, let column, _, let order?)? = schema.entities[relationship.destination]?.toMany[inverse.name]
+        else { return }
+        guard let target else {
+            try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = NULL WHERE Z_PK = ?1").run([.integer(owner.primaryKey)])
+            return
+        }
+        try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = (SELECT COALESCE(MAX(x.\(quote(order))), 0) + 1 FROM \(quote(table)) x "
+                                 + "WHERE x.\(quote(column)) = ?2) WHERE Z_PK = ?1 AND \(quote(column)) IS NOT ?2")
+            .run([.integer(owner.primaryKey), .integer(target.primaryKey)])
+    }
+
+    /// For a one-to-one: the target's foreign key back to `owner`, cleared on the partners
+    /// either side had before (the change set gives only `owner`'s side).
+    private func completeToOne(_ owner: ObjectKey, _ name: String, _ target: ObjectKey?, given: [RelationshipSide: [ObjectKey]],
+                               inserted: Bool) throws {
+        guard let (relationship, inverse) = inverseToComplete(owner, name, target, given: given), !inverse.isToMany,
+              let own = schema.entities[owner.entity], let mine = own.toOne[name],
+              let other = schema.entities[relationship.destination], let theirs = other.toOne[inverse.name] else { return }
+        func clear(_ columns: (key: String, entity: String?)) -> String {
+            "\(quote(columns.key)) = NULL" + (columns.entity.map { ", \(quote($0)) = NULL" } ?? "")
+        }
+        let pk = SQLValue.integer(owner.primaryKey)
+        // The target's partner before: a new object has none.
+        if !inserted {
+            try connection.statement("UPDATE \(quote(other.table)) SET \(clear(theirs)) WHERE \(quote(theirs.key)) = ?1 AND Z_PK IS NOT ?2")
+                .run([pk, target.map { .integer($0.primaryKey) } ?? .null])
+        }
+        guard let target else { return }
+        let targetPK = SQLValue.integer(target.primaryKey)
+        // The partner the target had before loses it; then the target names the owner.
+        try connection.statement("UPDATE \(quote(own.table)) SET \(clear(mine)) WHERE \(quote(mine.key)) = ?1 AND Z_PK != ?2").run([targetPK, pk])
+        var set = "\(quote(theirs.key)) = ?2"
+        var values: [SQLValue] = [targetPK, pk]
+        if let entityColumn = theirs.entity {
+            set += ", \(quote(entityColumn)) = ?3"
+            values.append(.integer(Int64(own.number)))
+        }
+        try connection.statement("UPDATE \(quote(other.table)) SET \(set) WHERE Z_PK = ?1").run(values)
     }
 
     private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey]) throws {
@@ -145,13 +217,20 @@ struct SQLiteWriter {
         guard let storage = schema.entities[owner.entity]?.toMany[name] else { return }
         let pk = SQLValue.integer(owner.primaryKey)
         switch storage {
-        case .inverseForeignKey(let table, let column, let order):
-            let set = "\(quote(column)) = ?1" + (order.map { ", \(quote($0)) = ?3" } ?? "")
+        case .inverseForeignKey(let table, let column, let entity, let order):
+            // Members the relationship drops no longer name the owner; members name it (and their order).
+            let wanted = Set(members.map(\.primaryKey))
+            let clear = "\(quote(column)) = NULL" + (entity.map { ", \(quote($0)) = NULL" } ?? "") + (order.map { ", \(quote($0)) = NULL" } ?? "")
+            for gone in try connection.statement("SELECT Z_PK FROM \(quote(table)) WHERE \(quote(column)) = ?1").rows([pk], { $0.int64(0) })
+            where !wanted.contains(gone) {
+                try connection.statement("UPDATE \(quote(table)) SET \(clear) WHERE Z_PK = ?1").run([.integer(gone)])
+            }
+            let number = Int64(schema.entities[owner.entity]!.number)
+            let set = "\(quote(column)) = ?1" + (entity.map { ", \(quote($0)) = ?4" } ?? "") + (order.map { ", \(quote($0)) = ?3" } ?? "")
             let statement = "UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2"
+            let width = entity != nil ? 4 : (order != nil ? 3 : 2)
             for (i, member) in members.enumerated() {
-                var values: [SQLValue] = [pk, .integer(member.primaryKey)]
-                if order != nil { values.append(.integer(Int64(i + 1))) }
-                try connection.statement(statement).run(values)
+                try connection.statement(statement).run(Array([pk, .integer(member.primaryKey), .integer(Int64(i + 1)), .integer(number)].prefix(width)))
             }
         case .hiddenForeignKey(let table, let column, let order):
             try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1").run([pk])
@@ -164,11 +243,18 @@ struct SQLiteWriter {
         case .join(let table, let own, let other, let order, _, _):
             let existing = Set(try connection.statement("SELECT \(quote(other)) FROM \(quote(table)) WHERE \(quote(own)) = ?1").rows([pk]) { $0.int64(0) })
             let wanted = Set(members.map(\.primaryKey))
+            // A relationship that is its own inverse (friends ↔ friends) keeps a row for each direction.
+            let mirrored = model.entity(named: owner.entity)?.relationshipsByName[name]?.inverse == name
+            let delete = "DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2"
             for gone in existing.subtracting(wanted) {
-                try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2").run([pk, .integer(gone)])
+                try connection.statement(delete).run([pk, .integer(gone)])
+                if mirrored { try connection.statement(delete).run([.integer(gone), pk]) }
             }
             for added in members.map(\.primaryKey) where !existing.contains(added) {
                 try connection.statement("INSERT INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)").run([pk, .integer(added)])
+                if mirrored {
+                    try connection.statement("INSERT OR IGNORE INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)").run([.integer(added), pk])
+                }
             }
             if let order {
                 for (i, member) in members.enumerated() {

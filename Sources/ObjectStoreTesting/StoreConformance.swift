@@ -27,6 +27,8 @@ public struct StoreConformance: Sendable {
         case orderedRelationship
         case manyToManyRelationship
         case selfReferentialRelationships
+        case oneSidedChangesAreCompleted
+        case disagreeingSidesAreRefused
         case inheritance
         case predicateOperators
         case sortLimitOffset
@@ -83,6 +85,8 @@ public struct StoreConformance: Sendable {
         case .orderedRelationship: try ordered(scope)
         case .manyToManyRelationship: try manyToMany(scope)
         case .selfReferentialRelationships: try selfReferential(scope)
+        case .oneSidedChangesAreCompleted: try oneSidedChanges(scope)
+        case .disagreeingSidesAreRefused: try disagreeingSides(scope)
         case .inheritance: try inheritance(scope)
         case .predicateOperators: try predicates(scope)
         case .sortLimitOffset: try sortLimitOffset(scope)

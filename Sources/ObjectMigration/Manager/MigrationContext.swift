@@ -120,10 +120,13 @@ public final class MigrationContext {
 
     // MARK: Phase 1
 
-    /// Makes a destination object for `source` (phase 1). Attributes the caller
-    /// leaves out take their default; the object is associated with `source`.
+    /// Makes a destination object for `source` (phase 1); the object is associated with `source`.
+    ///
+    /// An attribute the caller leaves out takes its default value (it has no source
+    /// value to copy). An attribute given as nil stays nil, as in Core Data, unless it
+    /// is required and has a default (an optional attribute that became required).
     @discardableResult
-    public func insertDestination(entity: String, attributes: [String: Value], for source: ObjectKey,
+    public func insertDestination(entity: String, attributes: [String: Value?], for source: ObjectKey,
                                   mapping: EntityMapping) throws -> ObjectKey {
         try insertDestination(entity: entity, attributes: attributes, toOne: [:], for: source, mapping: mapping)
     }
@@ -142,14 +145,21 @@ public final class MigrationContext {
     }
 
     @discardableResult
-    private func insertDestination(entity: String, attributes: [String: Value], toOne: [String: ObjectKey], for source: ObjectKey,
+    private func insertDestination(entity: String, attributes: [String: Value?], toOne: [String: ObjectKey], for source: ObjectKey,
                                    mapping: EntityMapping) throws -> ObjectKey {
         guard let description = destinationModel.entity(named: entity), !description.isAbstract else {
             throw MigrationError(.invalidMapping, "no concrete destination entity named \(entity)", mapping: mapping.name)
         }
         var values: [String: Value] = [:]
         for attribute in description.storedAttributes {
-            guard let value = attributes[attribute.name] ?? attribute.defaultValue else { continue }
+            let given = attributes[attribute.name]
+            let value: Value?
+            switch given {
+            case nil: value = attribute.defaultValue                              // no source value to copy
+            case .some(nil): value = attribute.isOptional ? nil : attribute.defaultValue  // a copied nil stays nil
+            case .some(let v?): value = v
+            }
+            guard let value else { continue }
             guard let coerced = attribute.type.coerce(value) else {
                 throw MigrationError(.expression, "\(entity).\(attribute.name): \(value.kindName) \(value) is not a valid \(attribute.type.modelName)",
                                      mapping: mapping.name, phase: .createObjects, sourceObject: source)
@@ -183,11 +193,12 @@ public final class MigrationContext {
         return range.lowerBound
     }
 
-    /// The destination attribute values the mapping's expressions give for `source`.
-    public func mappedAttributes(for source: ObjectRecord, mapping: EntityMapping) throws -> [String: Value] {
-        var values: [String: Value] = [:]
+    /// The destination attribute values the mapping's expressions give for `source`:
+    /// every mapped attribute, nil where the expression gives no value.
+    public func mappedAttributes(for source: ObjectRecord, mapping: EntityMapping) throws -> [String: Value?] {
+        var values: [String: Value?] = [:]
         for (name, expression) in mapping.attributeMappings {
-            if let value = try evaluate(expression, on: source).value { values[name] = value }
+            values[name] = .some(try evaluate(expression, on: source).value)
         }
         return values
     }

@@ -99,11 +99,12 @@ public final class MigrationManager: Sendable {
         do {
             try run(source: source, destination: destination)
             var metadata = try destination.metadata()
-            let known: Set<String> = [StoreMetadata.Key.storeType, StoreMetadata.Key.storeUUID, StoreMetadata.Key.versionHashes,
-                                      StoreMetadata.Key.versionHashesVersion, StoreMetadata.Key.versionIdentifiers,
-                                      StoreMetadata.Key.versionChecksum, StoreMetadata.Key.embeddedModel]
-            // The application's own metadata keys travel with the data.
-            for (key, value) in try source.metadata().values where !known.contains(key) { metadata[key] = value }
+            let sourceMetadata = try source.metadata()
+            // The application's own metadata keys travel with the data; the store's own keys
+            // (Core Data's `NS…` and `_NS…`, and ours) describe the new store, which writes its own.
+            for (key, value) in sourceMetadata.values where !StoreMetadata.isStoreKey(key) { metadata[key] = value }
+            // The store keeps its identity, so object IDs (and their URIs) stay valid.
+            if let uuid = sourceMetadata.storeUUID { metadata[StoreMetadata.Key.storeUUID] = .string(uuid.uuidString) }
             try metadata.setModel(destinationModel)
             try destination.setMetadata(metadata)
             try destination.close()
@@ -227,14 +228,17 @@ public final class MigrationManager: Sendable {
             }
             try step(m, .createRelationships, nil) { try policy.endRelationshipCreation(m, context: context); try context.flush() }
         }
-        // Phase 3: every destination object of every entity the mappings filled.
+        // Phase 3: every destination object, whichever mapping or policy made it.
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
         for m in mappings {
-            for entity in destinationEntities(m, context) where validated.insert(entity).inserted {
-                failures += try validate(entity, mapping: m, destination: destination)
-            }
+            if let d = m.destinationEntity, validated.insert(d).inserted { failures += try validate(d, mapping: m, destination: destination) }
             failures += try step(m, .validate, nil) { try policy(m).performCustomValidation(m, context: context) }
+        }
+        if let last = mappings.last {
+            for entity in destinationModel.entityNames where validated.insert(entity).inserted {
+                failures += try validate(entity, mapping: last, destination: destination)
+            }
         }
         guard failures.isEmpty else {
             let shown = failures.prefix(5).map(\.description).joined(separator: "; ")
@@ -242,12 +246,6 @@ public final class MigrationManager: Sendable {
                                  phase: .validate, validationFailures: failures)
         }
         for m in mappings { try step(m, .validate, nil) { try policy(m).endEntityMapping(m, context: context) } }
-    }
-
-    private func destinationEntities(_ m: EntityMapping, _ context: MigrationContext) -> [String] {
-        guard let d = m.destinationEntity else { return [] }
-        // A custom policy may make objects of several entities: check the whole hierarchy.
-        return m.policyName == nil ? [d] : destinationModel.entity(named: destinationModel.entity(named: d)!.rootName)!.kindNames
     }
 
     private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore) throws -> [ValidationFailure] {

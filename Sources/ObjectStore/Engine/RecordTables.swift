@@ -91,30 +91,22 @@ public struct RecordTables: Sendable, RowSource {
         tables[entity] = table
     }
 
-    /// Applies a validated change set; nothing here can fail.
-    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel) {
-        for deletion in changes.deleted { tables[deletion.key.entity]?.remove(deletion.key.primaryKey) }
-        for record in changes.inserted {
-            var relationships = record.toMany
-            for (name, target) in record.toOne { relationships[name] = [target] }
-            let row = StoredRow(version: max(1, record.version), attributes: record.attributes, relationships: relationships)
-            tables[record.key.entity, default: RecordTable()].insert(record.key.primaryKey, row)
-            let root = model.entity(named: record.key.entity)!.rootName
-            lastKey[root] = max(lastKey[root, default: 0], record.key.primaryKey)
-        }
-        for update in changes.updated {
-            tables[update.key.entity]!.rows[update.key.primaryKey]!.apply(update)
-        }
+    /// Applies a validated change set, its inverse sides completed.
+    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel) throws {
+        let writes = try writes(for: changes, model: model)
+        for key in writes.deleted { tables[key.entity]?.remove(key.primaryKey) }
+        for (key, row) in writes.put { tables[key.entity, default: RecordTable()].insert(key.primaryKey, row) }
+        for (root, last) in writes.lastKeys { lastKey[root] = max(lastKey[root, default: 0], last) }
     }
 }
 
 extension StoredRow {
-    /// Applies an update's changes and bumps the version.
-    public mutating func apply(_ update: ObjectUpdate) {
+    /// Applies an update's changes and, unless told not to, moves to the next version.
+    public mutating func apply(_ update: ObjectUpdate, bumpingVersion: Bool = true) {
         for (name, value) in update.attributes { attributes[name] = value }
         for (name, target) in update.toOne { relationships[name] = target.map { [$0] } }
         for (name, targets) in update.toMany { relationships[name] = targets }
-        version += 1
+        if bumpingVersion { version += 1 }
     }
 }
 

@@ -52,7 +52,7 @@ extension RecordTablesStore {
     func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try writeTables { tables in
             try tables.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            tables.apply(changes, model: model)
+            try tables.apply(changes, model: model)
         }
     }
 

@@ -32,6 +32,7 @@ extension RowSource {
 
     /// Checks a change set completely before anything is applied, so a save is all or nothing.
     public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
+        try changes.checkInverses(model: model)
         let deleted = Set(changes.deleted.map(\.key))
         var inserted: Set<ObjectKey> = []
         var insertedPerRoot: [String: Set<Int64>] = [:]
@@ -111,28 +112,97 @@ extension RowSource {
         }
     }
 
-    /// The rows a validated change set writes: deletions, then every inserted and updated row in full.
+    /// The rows a validated change set writes: deletions, then every inserted and
+    /// updated row in full, and the rows whose inverse sides the change set moves
+    /// (see ``completeInverses(_:_:_:model:deleted:)``).
     public func writes(for changes: ChangeSet, model: ManagedObjectModel) throws -> (deleted: [ObjectKey], put: [(ObjectKey, StoredRow)], lastKeys: [String: Int64]) {
-        var put: [ObjectKey: StoredRow] = [:]
-        var order: [ObjectKey] = []
+        var rows = PendingRows()
         var lastKeys: [String: Int64] = [:]
+        var before: [RelationshipSide: [ObjectKey]] = [:]
         for record in changes.inserted {
             var relationships = record.toMany
             for (name, target) in record.toOne { relationships[name] = [target] }
-            put[record.key] = StoredRow(version: Swift.max(1, record.version), attributes: record.attributes, relationships: relationships)
-            order.append(record.key)
+            rows.put(record.key, StoredRow(version: Swift.max(1, record.version), attributes: record.attributes, relationships: relationships))
             let root = model.entity(named: record.key.entity)!.rootName
             lastKeys[root] = Swift.max(lastKeys[root, default: 0], record.key.primaryKey)
         }
         for update in changes.updated {
-            if put[update.key] == nil {
+            if rows.rows[update.key] == nil {
                 guard let current = try row(update.key) else { throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist") }
-                put[update.key] = current
-                order.append(update.key)
+                rows.put(update.key, current)
             }
-            put[update.key]!.apply(update)
+            for name in update.toOne.keys { before[RelationshipSide(update.key, name)] = rows.rows[update.key]!.relationships[name] ?? [] }
+            for name in update.toMany.keys { before[RelationshipSide(update.key, name)] = rows.rows[update.key]!.relationships[name] ?? [] }
+            rows.rows[update.key]!.apply(update, bumpingVersion: !changes.keepsVersions)
         }
-        return (changes.deleted.map(\.key), order.map { ($0, put[$0]!) }, lastKeys)
+        let deleted = Set(changes.deleted.map(\.key))
+        try completeInverses(changes.givenRelationships, before, &rows, model: model, deleted: deleted)
+        return (changes.deleted.map(\.key), rows.order.map { ($0, rows.rows[$0]!) }, lastKeys)
+    }
+
+    /// Completes the other side of every relationship side the change set gives
+    /// (`given`, with their stored values `before`): an object added to a side is
+    /// added to the inverse side of its new partner (at the end of an ordered
+    /// to-many), taken out of its old partner's, and a one-to-one partner it
+    /// displaces loses it. Sides the change set gives itself are left as given
+    /// (``ChangeSet/checkInverses(model:)`` made sure they agree); objects that do
+    /// not exist (deleted, or not inserted yet) are skipped. Rows changed only
+    /// here keep their versions.
+    func completeInverses(_ given: [RelationshipSide: [ObjectKey]], _ before: [RelationshipSide: [ObjectKey]],
+                          _ rows: inout PendingRows, model: ManagedObjectModel, deleted: Set<ObjectKey>) throws {
+        func load(_ key: ObjectKey) throws -> Bool {
+            if rows.rows[key] != nil { return true }
+            guard !deleted.contains(key), let row = try row(key) else { return false }
+            rows.put(key, row)
+            return true
+        }
+        func remove(_ key: ObjectKey, from side: RelationshipSide) throws {
+            guard given[side] == nil, try load(side.key) else { return }
+            rows.remove(key, from: side)
+        }
+        for (side, after) in given.sorted(by: { ($0.key.key, $0.key.name) < ($1.key.key, $1.key.name) }) {
+            guard let inverseName = model.entity(named: side.key.entity)?.relationshipsByName[side.name]?.inverse else { continue }
+            let was = before[side] ?? []
+            let now = Set(after)
+            let old = Set(was)
+            for target in was where !now.contains(target) { try remove(side.key, from: RelationshipSide(target, inverseName)) }
+            for target in after where !old.contains(target) {
+                let back = RelationshipSide(target, inverseName)
+                guard given[back] == nil, try load(target),
+                      let inverse = model.entity(named: target.entity)?.relationshipsByName[inverseName] else { continue }
+                if inverse.isToMany {
+                    rows.append(side.key, to: back)
+                } else {
+                    // A one-to-one partner the target had before loses it.
+                    let displaced = rows.rows[target]!.relationships[inverseName]?.first
+                    rows.rows[target]!.relationships[inverseName] = [side.key]
+                    if let displaced, displaced != side.key { try remove(target, from: RelationshipSide(displaced, side.name)) }
+                }
+            }
+        }
+    }
+}
+
+/// The rows one change set writes, in the order they were first touched, with
+/// membership sets for the to-many sides completion appends to.
+struct PendingRows {
+    var rows: [ObjectKey: StoredRow] = [:]
+    var order: [ObjectKey] = []
+    private var members: [RelationshipSide: Set<ObjectKey>] = [:]
+
+    mutating func put(_ key: ObjectKey, _ row: StoredRow) {
+        if rows.updateValue(row, forKey: key) == nil { order.append(key) }
+    }
+
+    mutating func remove(_ key: ObjectKey, from side: RelationshipSide) {
+        members[side]?.remove(key)
+        rows[side.key]!.relationships[side.name]?.removeAll { $0 == key }
+    }
+
+    mutating func append(_ key: ObjectKey, to side: RelationshipSide) {
+        if members[side] == nil { members[side] = Set(rows[side.key]!.relationships[side.name] ?? []) }
+        guard members[side]!.insert(key).inserted else { return }
+        rows[side.key]!.relationships[side.name, default: []].append(key)
     }
 }
 

@@ -61,6 +61,13 @@ public struct StoreMetadata: Sendable, Hashable {
         values[Key.embeddedModel] = .data(try JSONModelFormat.encode(model))
     }
 
+    /// Whether `key` describes the store itself rather than the application's data:
+    /// Core Data's keys (`NS…`, `_NS…`) and ``Key/embeddedModel``. A store writes its
+    /// own; copying them from another store (in a migration) would make them stale.
+    public static func isStoreKey(_ key: String) -> Bool {
+        key.hasPrefix("NS") || key.hasPrefix("_NS") || key == Key.embeddedModel
+    }
+
     /// The value under `key`.
     public subscript(key: String) -> PropertyListValue? {
         get { values[key] }

@@ -69,10 +69,13 @@ public struct ObjectDeletion: Sendable, Hashable {
 
 /// Everything one save writes: all of it lands or none of it does.
 ///
-/// A change set is graph-consistent: when a relationship has an inverse, the
-/// changes of both sides are in the set (``ObjectContext`` guarantees this), so
-/// a backend may persist either side. Inserted records carry caller-chosen
-/// primary keys that are not in use.
+/// Everything one save writes: all of it lands or none of it does.
+///
+/// A change set may give one side of a relationship that has an inverse, or
+/// both. A store keeps the object graph consistent: it completes the side not
+/// given (see ``PersistentStore/save(_:)``), and refuses a change set whose two
+/// sides disagree (``checkInverses(model:)``). ``ObjectContext`` always gives
+/// both. Inserted records carry caller-chosen primary keys that are not in use.
 public struct ChangeSet: Sendable, Hashable {
     /// New objects.
     public var inserted: [ObjectRecord]
@@ -80,12 +83,18 @@ public struct ChangeSet: Sendable, Hashable {
     public var updated: [ObjectUpdate]
     /// Objects to remove.
     public var deleted: [ObjectDeletion]
+    /// Whether updated objects keep their versions instead of moving to the next one:
+    /// for a writer completing objects it has just inserted, like a migration setting
+    /// relationships in its second phase. False by default.
+    public var keepsVersions: Bool
 
     /// Creates a change set.
-    public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = []) {
+    public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = [],
+                keepsVersions: Bool = false) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
+        self.keepsVersions = keepsVersions
     }
 
     /// Whether it changes nothing.

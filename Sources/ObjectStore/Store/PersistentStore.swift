@@ -44,9 +44,19 @@ public protocol PersistentStore: AnyObject, Sendable {
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]
 
     /// Writes a change set atomically: all of it or nothing.
+    ///
+    /// The store keeps both sides of every relationship that has an inverse. When
+    /// the change set gives one side only, the store completes the other: an
+    /// object a relationship gains is added to its new partner's inverse (at the
+    /// end of an ordered to-many) and removed from its old partner's; a one-to-one
+    /// partner it displaces loses it; an object a to-many drops loses its to-one
+    /// back. Objects changed only that way keep their versions. When the change
+    /// set gives both sides they must agree (``ChangeSet/checkInverses(model:)``).
+    ///
     /// - Throws: ``StoreError``: ``StoreError/Code/conflict`` when an object's
     ///   version differs from the expected one, ``StoreError/Code/invalidChange``
-    ///   for unknown objects, entities or properties, or a key in use.
+    ///   for unknown objects, entities or properties, a key in use, or sides of
+    ///   a relationship that disagree.
     func save(_ changes: ChangeSet) throws
     /// Reserves `count` new primary keys for `entity`'s hierarchy; keys are never reused.
     func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64>
@@ -59,7 +69,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// not inserted yet (a migration inserting both ends of a relationship in
     /// separate batches, keys known in advance); their entities are still checked.
     /// The caller guarantees the objects will exist once it is done. Only to-one
-    /// relationships may be given that way.
+    /// relationships may be given that way, and the store cannot complete the
+    /// inverse side of a reference to an object that does not exist yet: the
+    /// caller writes that side itself once both exist.
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
     /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
     func close() throws
