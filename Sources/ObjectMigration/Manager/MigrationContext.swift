@@ -73,6 +73,10 @@ public final class MigrationContext {
 
     /// Whether a relationship mapping can be written in phase 1: a to-one from a to-one of the
     /// source whose every possible target is migrated by one implicit mapping into the right entity.
+    ///
+    /// Its target may not exist yet when it is written, so the store cannot complete the inverse
+    /// side: that must be the target mapping's own copy of the source's inverse. Otherwise the
+    /// relationship waits for phase 2, when every object exists and the store completes it.
     private func isDirect(_ m: EntityMapping, destination name: String, source path: String) -> Bool {
         guard !path.contains("."), let s = m.sourceEntity, let d = m.destinationEntity,
               let sourceRelationship = sourceModel.entity(named: s)?.relationshipsByName[path], !sourceRelationship.isToMany,
@@ -83,6 +87,10 @@ public final class MigrationContext {
             guard let mappings = bySourceEntity[kind], mappings.count == 1, implicit.contains(mappings[0].name),
                   let target = mappings[0].destinationEntity,
                   destinationModel.entity(named: target)?.isKind(of: destinationRelationship.destination) == true else { return false }
+            if let inverse = destinationRelationship.inverse {
+                guard let sourceInverse = sourceRelationship.inverse,
+                      case .source(sourceInverse)? = mappings[0].relationshipMappings[inverse] else { return false }
+            }
         }
         return true
     }
@@ -256,7 +264,8 @@ public final class MigrationContext {
             pendingHasReferences = false
         }
         if !pendingUpdates.isEmpty {
-            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }))
+            // Relationships of objects this migration made: they stay at their first version.
+            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true))
             pendingUpdates.removeAll(keepingCapacity: true)
             updateOrder.removeAll(keepingCapacity: true)
         }

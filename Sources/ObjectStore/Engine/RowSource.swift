@@ -153,7 +153,7 @@ extension RowSource {
         func load(_ key: ObjectKey) throws -> Bool {
             if rows.rows[key] != nil { return true }
             guard !deleted.contains(key), let row = try row(key) else { return false }
-            rows.put(key, row)
+            rows.load(key, row)
             return true
         }
         func remove(_ key: ObjectKey, from side: RelationshipSide) throws {
@@ -172,37 +172,59 @@ extension RowSource {
                       let inverse = model.entity(named: target.entity)?.relationshipsByName[inverseName] else { continue }
                 if inverse.isToMany {
                     rows.append(side.key, to: back)
-                } else {
+                } else if let displaced = rows.set(back, to: side.key), displaced != side.key {
                     // A one-to-one partner the target had before loses it.
-                    let displaced = rows.rows[target]!.relationships[inverseName]?.first
-                    rows.rows[target]!.relationships[inverseName] = [side.key]
-                    if let displaced, displaced != side.key { try remove(target, from: RelationshipSide(displaced, side.name)) }
+                    try remove(target, from: RelationshipSide(displaced, side.name))
                 }
             }
         }
     }
 }
 
-/// The rows one change set writes, in the order they were first touched, with
-/// membership sets for the to-many sides completion appends to.
+/// The rows one change set writes, in the order they were first changed; the rows
+/// completion only read; membership sets for the to-many sides completion appends to.
 struct PendingRows {
     var rows: [ObjectKey: StoredRow] = [:]
-    var order: [ObjectKey] = []
+    private(set) var order: [ObjectKey] = []
+    private var changed: Set<ObjectKey> = []
     private var members: [RelationshipSide: Set<ObjectKey>] = [:]
 
+    /// Adds a row the change set writes.
     mutating func put(_ key: ObjectKey, _ row: StoredRow) {
-        if rows.updateValue(row, forKey: key) == nil { order.append(key) }
+        rows[key] = row
+        markChanged(key)
+    }
+
+    /// Adds a stored row, written only if completion changes it.
+    mutating func load(_ key: ObjectKey, _ row: StoredRow) {
+        if rows[key] == nil { rows[key] = row }
+    }
+
+    private mutating func markChanged(_ key: ObjectKey) {
+        if changed.insert(key).inserted { order.append(key) }
     }
 
     mutating func remove(_ key: ObjectKey, from side: RelationshipSide) {
         members[side]?.remove(key)
-        rows[side.key]!.relationships[side.name]?.removeAll { $0 == key }
+        guard let list = rows[side.key]!.relationships[side.name], list.contains(key) else { return }
+        rows[side.key]!.relationships[side.name] = list.filter { $0 != key }
+        markChanged(side.key)
     }
 
     mutating func append(_ key: ObjectKey, to side: RelationshipSide) {
         if members[side] == nil { members[side] = Set(rows[side.key]!.relationships[side.name] ?? []) }
         guard members[side]!.insert(key).inserted else { return }
         rows[side.key]!.relationships[side.name, default: []].append(key)
+        markChanged(side.key)
+    }
+
+    /// Sets a to-one side to `key`; returns what it named before.
+    mutating func set(_ side: RelationshipSide, to key: ObjectKey) -> ObjectKey? {
+        let before = rows[side.key]!.relationships[side.name]?.first
+        guard before != key else { return before }
+        rows[side.key]!.relationships[side.name] = [key]
+        markChanged(side.key)
+        return before
     }
 }
 

@@ -109,7 +109,7 @@ struct ConvertCommand: ParsableCommand {
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check every validation rule on every object; one line per failure, exit 1 if there is any.")
+        abstract: "Check every validation rule on every object, and both sides of every relationship; one line per failure, exit 1 if there is any.")
 
     @Argument(help: "The store.") var store: String
     @OptionGroup var typeOption: StoreTypeOption
@@ -125,8 +125,9 @@ struct ValidateCommand: ParsableCommand {
         for entity in opened.model.entityDescriptions where !entity.isAbstract {
             for batch in opened.batches(of: entity.name) {
                 for record in try batch.get() {
-                    let problems = try ObjectValidator.failures(of: record, in: opened)
-                    for problem in problems { output(problem.description) }
+                    let problems = try ObjectValidator.failures(of: record, in: opened).map(\.description)
+                        + ObjectValidator.inverseDisagreements(of: record, in: opened).map(\.description)
+                    for problem in problems { output(problem) }
                     failures += problems.count
                 }
             }
