@@ -85,8 +85,18 @@ public struct LMDBStoreType: StoreType {
         var best: (txn: UInt64, last: UInt64)?
         for page in 0..<2 {
             let base = page * pageSize
+            // The page header: the page's own number (8 bytes), padding, then its flags (P_META = 0x08).
+            guard uint64(data, base) == UInt64(page) else {
+                throw StoreError(.corrupt, "meta page \(page) is damaged: its header names page \(uint64(data, base))", url: url)
+            }
+            guard data[base + 10] & 0x08 != 0 else {
+                throw StoreError(.corrupt, "meta page \(page) is damaged: it is not marked as a meta page", url: url)
+            }
             guard uint32(data, base + 16) == magic, uint32(data, base + 20) == 1 else {
                 throw StoreError(.corrupt, "meta page \(page) is damaged", url: url)
+            }
+            guard Int(uint32(data, base + 40)) == pageSize else {
+                throw StoreError(.corrupt, "meta page \(page) is damaged: it gives another page size", url: url)
             }
             let meta = (txn: uint64(data, base + 144), last: uint64(data, base + 136))
             if best == nil || meta.txn > best!.txn { best = meta }

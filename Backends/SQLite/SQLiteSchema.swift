@@ -56,7 +56,10 @@ struct SQLiteSchema {
         }
     }
 
-    init(model: ManagedObjectModel) {
+    /// The layout of `model`. For an existing store, `existingTables` (the names in its
+    /// `sqlite_master`) settles what Core Data's stores do not agree on: which side of a
+    /// many-to-many names its join table.
+    init(model: ManagedObjectModel, existingTables: Set<String>? = nil) {
         // Entity numbers: roots by name, each followed by its sub-tree depth-first, siblings by name.
         var ordered: [String] = []
         func visit(_ name: String) {
@@ -125,7 +128,9 @@ struct SQLiteSchema {
             }
             toManyStorage[name] = storage
         }
-        // Many-to-many join tables: one per pair, named by the side that sorts first.
+        // Many-to-many join tables: one per pair, named `Z_<n><NAME>` by the side whose relationship
+        // name sorts last (what Apple's stores show: `Z_1BOOKS` for books/authors, `Z_1FAVORITES` for
+        // favorites/favoriteFolders); an existing store's own name wins. Columns do not depend on it.
         for name in ordered {
             let entity = model.entity(named: name)!
             for relationship in entity.declaration.relationships where !relationship.isTransient && relationship.isToMany {
@@ -134,9 +139,11 @@ struct SQLiteSchema {
                 let declaring = Self.declaringEntity(of: inverse.name, from: relationship.destination, model: model)
                 let mine = (number[name]!, relationship.name)
                 let theirs = (number[declaring]!, inverse.name)
-                let owner = mine.0 < theirs.0 || (mine.0 == theirs.0 && mine.1 <= theirs.1)
+                let owner = mine.1 > theirs.1 || (mine.1 == theirs.1 && mine.0 <= theirs.0)
                 guard owner else { continue }
-                let table = "Z_\(mine.0)\(relationship.name.uppercased())"
+                var table = "Z_\(mine.0)\(relationship.name.uppercased())"
+                let alternative = "Z_\(theirs.0)\(inverse.name.uppercased())"
+                if let existingTables, !existingTables.contains(table), existingTables.contains(alternative) { table = alternative }
                 // Each column is named by the entity number of the rows it holds and the relationship that reaches them.
                 let ownColumn = "Z_\(mine.0)\(inverse.name.uppercased())"
                 var otherColumn = "Z_\(theirs.0)\(relationship.name.uppercased())"

@@ -47,22 +47,35 @@ public final class SQLiteStore: PersistentStore {
         self.url = url
         self.model = model
         self.isReadOnly = options.readOnly
-        let schema = SQLiteSchema(model: model)
-        self.schema = schema
+        let schema: SQLiteSchema
         let connection: SQLiteConnection
         let metadata: StoreMetadata
         if FileManager.default.fileExists(atPath: url.path) {
             (connection, metadata) = try SQLiteStoreType.openExisting(url, readOnly: options.readOnly)
-            let compatibility = metadata.compatibility(with: model)
-            guard compatibility.isCompatible else {
+            do {
+                let compatibility = metadata.compatibility(with: model)
+                guard compatibility.isCompatible else {
+                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                     url: url, compatibility: compatibility)
+                }
+                let tables = Set(try connection.statement("SELECT name FROM sqlite_master WHERE type = 'table'").rows { row in
+                    if case .text(let name) = row.column(0) { return name }
+                    return ""
+                })
+                schema = SQLiteSchema(model: model, existingTables: tables)
+                if let missing = schema.tables.keys.sorted().first(where: { !tables.contains($0) }) {
+                    throw StoreError(.corrupt, "the store has no table \(missing), which its model needs", url: url)
+                }
+            } catch {
                 connection.close()
-                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                 url: url, compatibility: compatibility)
+                throw error
             }
         } else {
             guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no SQLite store", url: url) }
+            schema = SQLiteSchema(model: model)
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
         }
+        self.schema = schema
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
         deferredDurability = options.deferredDurability && !options.readOnly
         identifier = metadata.storeUUID ?? UUID()

@@ -96,21 +96,34 @@ public struct SQLiteStoreType: StoreType {
         }
     }
 
+    /// The metadata: Z_PLIST's dictionary, with the store UUID from Z_UUID, where Core Data keeps it.
     static func readMetadata(from connection: SQLiteConnection, url: URL) throws -> StoreMetadata {
-        let rows = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { $0.column(0) }
-        guard case .blob(let plist)? = rows.first else {
+        let rows = try connection.statement("SELECT Z_PLIST, Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { ($0.column(0), $0.column(1)) }
+        guard let (plistColumn, uuidColumn) = rows.first, case .blob(let plist) = plistColumn else {
             throw StoreError(.corrupt, "Z_METADATA holds no metadata", url: url)
         }
         guard let values = PropertyListValue.decodeDictionary(plist) else {
             throw StoreError(.corrupt, "Z_METADATA's Z_PLIST is not a property list dictionary", url: url)
         }
-        return StoreMetadata(values)
+        var metadata = StoreMetadata(values)
+        if case .text(let text) = uuidColumn, let uuid = UUID(uuidString: text) {
+            metadata[StoreMetadata.Key.storeUUID] = .string(uuid.uuidString)
+        }
+        return metadata
     }
 
+    /// Writes the metadata as Core Data does: the store UUID in Z_UUID (never NULL: a metadata
+    /// without one keeps the store's), everything else in Z_PLIST.
     static func writeMetadata(_ metadata: StoreMetadata, to connection: SQLiteConnection) throws {
-        let plist = try PropertyListValue.binaryPropertyList(metadata.values)
+        var values = metadata.values
+        values[StoreMetadata.Key.storeUUID] = nil
+        let plist = try PropertyListValue.binaryPropertyList(values)
+        let existing = try connection.statement("SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { row -> String? in
+            if case .text(let text) = row.column(0) { return text }
+            return nil
+        }.first ?? nil
+        let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
         try connection.statement("DELETE FROM Z_METADATA").run()
-        try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)")
-            .run([metadata.storeUUID.map { .text($0.uuidString) } ?? .null, .blob(plist)])
+        try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)").run([.text(uuid), .blob(plist)])
     }
 }

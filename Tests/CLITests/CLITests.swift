@@ -112,7 +112,7 @@ struct CLITests {
         #expect(events["deleteRule"] as? String == "cascade")
     }
 
-    @Test("a JSON model works like an Xcode one; --version picks a bundle version")
+    @Test("a JSON model works like an Xcode one; --model-version picks a bundle version; --version is the tool's")
     func jsonAndVersions() throws {
         let workspace = try Workspace()
         let json = try workspace.write("""
@@ -124,15 +124,21 @@ struct CLITests {
         _ = try workspace.write(eventModel, to: "M.xcdatamodeld/M.xcdatamodel/contents")
         _ = try workspace.write(eventModel.replacingOccurrences(of: "timeStamp", with: "timestamp"), to: "M.xcdatamodeld/M 2.xcdatamodel/contents")
         let bundle = workspace.url.appending(path: "M.xcdatamodeld").path
-        let v1 = try CLI.run("model", "hashes", bundle, "--version", "M")
-        let v2 = try CLI.run("model", "hashes", bundle, "--version", "M 2")
+        let v1 = try CLI.run("model", "hashes", bundle, "--model-version", "M")
+        let v2 = try CLI.run("model", "hashes", bundle, "--model-version", "M 2")
         let current = try CLI.run("model", "hashes", bundle)
         #expect(v1.stdout.hasPrefix("Event 5431c046"))
         #expect(v2.stdout != v1.stdout)
         #expect(current.stdout == v2.stdout, "without .xccurrentversion the newest version is current")
-        let missing = try CLI.run("model", "hashes", bundle, "--version", "M 3")
+        let missing = try CLI.run("model", "hashes", bundle, "--model-version", "M 3")
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no model version named M 3"))
+        let tool = try CLI.run("--version")
+        #expect(tool.status == 0)
+        #expect(tool.stdout.first?.isNumber == true, "the tool's version: \(tool.stdout)")
+        let help = try CLI.run("import", "--help")
+        #expect(help.stdout.components(separatedBy: "--version").count - 1 == 1, "--version appears once (the tool's): \(help.stdout)")
+        #expect(help.stdout.contains("--model-version"))
     }
 
     @Test("bad models: one line on stderr naming the file, exit 1", arguments: [

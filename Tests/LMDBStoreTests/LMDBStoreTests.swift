@@ -99,6 +99,12 @@ struct LMDBStoreTests {
         ("an unknown data version", { url in var d = try Data(contentsOf: url); d[20] = 9; try d.write(to: url) }),
         ("an invalid page size", { url in var d = try Data(contentsOf: url); d[40] = 3; d[41] = 0; try d.write(to: url) }),
         ("a damaged second meta page", { url in var d = try Data(contentsOf: url); d[4096 + 16] ^= 0xff; try d.write(to: url) }),
+        ("XXXXXXXX over the first bytes", { url in
+            var d = try Data(contentsOf: url); d.replaceSubrange(0..<8, with: Data("XXXXXXXX".utf8)); try d.write(to: url)
+        }),
+        ("the second meta page naming another page", { url in var d = try Data(contentsOf: url); d[4096] = 7; try d.write(to: url) }),
+        ("a meta page not flagged as one", { url in var d = try Data(contentsOf: url); d[10] = 0x01; try d.write(to: url) }),
+        ("a second meta page with another page size", { url in var d = try Data(contentsOf: url); d[4096 + 41] ^= 0x20; try d.write(to: url) }),
         ("an LMDB environment that is not a store", { url in
             try FileManager.default.removeItem(at: url)
             try rawEnvironment(url, database: "notes", key: Data("a".utf8), value: Data("b".utf8))

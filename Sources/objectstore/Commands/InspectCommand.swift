@@ -3,14 +3,15 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// `objectstore inspect <store> [--json]`.
+/// `objectstore inspect <store> [--model M] [--model-version V] [--json]`.
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Show a store's type, files, UUID, model versions, object counts and whether its embedded model matches.")
+        abstract: "Show a store's type, files, UUID, model version, object counts and whether its embedded model matches.")
 
     @Argument(help: "The store.") var store: String
     @OptionGroup var typeOption: StoreTypeOption
+    @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
 
     func run() throws {
@@ -24,11 +25,16 @@ struct InspectCommand: ParsableCommand {
         }
         let embedded = try? metadata.embeddedModel()
         let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false
+        // Counting needs a model: the one given (its version chosen by the store's hashes), else the embedded one.
+        var selected: (model: ManagedObjectModel, version: String?)?
+        if modelSelection.model != nil || embedded != nil {
+            selected = try modelSelection.modelForStore(at: store, metadata: metadata)
+        }
         var counts: [(String, Int)] = []
-        if let embedded {
-            let opened = try type.open(at: url, model: embedded, options: StoreOptions(readOnly: true, createIfMissing: false))
+        if let model = selected?.model {
+            let opened = try StoreLocator.open(store, type: type, model: model, readOnly: true)
             defer { try? opened.close() }
-            for entity in embedded.entityDescriptions where !entity.isAbstract {
+            for entity in model.entityDescriptions where !entity.isAbstract {
                 counts.append((entity.name, try opened.count(FetchRequest(entity: entity.name, includesSubentities: false))))
             }
         }
@@ -37,8 +43,9 @@ struct InspectCommand: ParsableCommand {
                 "type": type.name,
                 "files": files.map { ["path": $0.0, "bytes": $0.1] },
                 "storeUUID": metadata.storeUUID?.uuidString ?? NSNull(),
+                "modelVersion": selected?.version ?? NSNull(),
                 "versionIdentifiers": metadata.versionIdentifiers,
-                "entities": Dictionary(uniqueKeysWithValues: counts),
+                "entities": selected == nil ? NSNull() : Dictionary(uniqueKeysWithValues: counts),
                 "embeddedModel": embedded != nil,
                 "embeddedModelMatchesHashes": matches,
             ]
@@ -49,10 +56,15 @@ struct InspectCommand: ParsableCommand {
         var lines = ["type: \(type.name)", "files:"]
         lines += files.map { "  \($0.0) \($0.1) bytes" }
         lines.append("store UUID: \(metadata.storeUUID?.uuidString ?? "(none)")")
+        if let version = selected?.version { lines.append("model version: \(version)") }
         lines.append("model version identifiers: \(metadata.versionIdentifiers.isEmpty ? "(none)" : metadata.versionIdentifiers.joined(separator: ", "))")
         lines.append("embedded model: " + (embedded == nil ? "none" : (matches ? "matches the store's hashes" : "does NOT match the store's hashes")))
-        lines.append("objects:")
-        lines += counts.map { "  \($0.0) \($0.1)" }
+        if selected == nil {
+            lines.append("objects: (no model to count them with: give --model)")
+        } else {
+            lines.append("objects:")
+            lines += counts.map { "  \($0.0) \($0.1)" }
+        }
         output(lines.joined(separator: "\n"))
     }
 }

@@ -4,7 +4,7 @@ import ObjectMigration
 import ObjectModel
 import ObjectStore
 
-/// `objectstore diff <model-a> <model-b> [--json]`.
+/// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json]`.
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
@@ -12,8 +12,8 @@ struct DiffCommand: ParsableCommand {
 
     @Argument(help: "The source model.") var modelA: String
     @Argument(help: "The destination model.") var modelB: String
-    @Option(name: .long, help: "The version of model A, for a bundle.") var versionA: String?
-    @Option(name: .long, help: "The version of model B, for a bundle.") var versionB: String?
+    @Option(name: .customLong("model-version-a"), help: "The version of model A, for a bundle.") var versionA: String?
+    @Option(name: .customLong("model-version-b"), help: "The version of model B, for a bundle.") var versionB: String?
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
     @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
@@ -44,7 +44,7 @@ struct DiffCommand: ParsableCommand {
     }
 }
 
-/// `objectstore convert <source> <destination> [--type T] [--force]`.
+/// `objectstore convert <source> <destination> [--type T] [--model M] [--model-version V] [--force]`.
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
@@ -54,6 +54,7 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The destination store.") var destination: String
     @Option(name: .long, help: "The destination's type: sqlite, atomic or lmdb (default: from its extension).") var type: String?
     @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
+    @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Replace an existing destination.") var force = false
 
     func run() throws {
@@ -67,7 +68,7 @@ struct ConvertCommand: ParsableCommand {
         if toType.storeExists(at: destinationURL) || FileManager.default.fileExists(atPath: destination) {
             guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
         }
-        let model = try StoreLocator.embeddedModel(source, type: fromType)
+        let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
         // Into a temporary store beside the destination, then moved over it: a failure never costs the old destination.
         let staging = destinationURL.deletingLastPathComponent().appending(path: ".\(destinationURL.lastPathComponent).converting-\(UUID().uuidString)")
         let bar = ProgressDisplay()
@@ -105,7 +106,7 @@ struct ConvertCommand: ParsableCommand {
     }
 }
 
-/// `objectstore validate <store> [--model M]`.
+/// `objectstore validate <store> [--model M] [--model-version V]`.
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
@@ -113,13 +114,11 @@ struct ValidateCommand: ParsableCommand {
 
     @Argument(help: "The store.") var store: String
     @OptionGroup var typeOption: StoreTypeOption
-    @Option(name: .long, help: "Validate against this model instead of the store's embedded one.") var model: String?
-    @Option(name: .long, help: "The model version, for a bundle.") var version: String?
+    @OptionGroup var modelSelection: ModelSelection
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let model = try self.model.map { try ModelLoader.loadModel(at: URL(filePath: $0), version: version) }
-        let opened = try StoreLocator.open(store, type: type, model: model, readOnly: true)
+        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: true)
         defer { try? opened.close() }
         var failures = 0
         for entity in opened.model.entityDescriptions where !entity.isAbstract {

@@ -11,12 +11,12 @@ struct ModelCommand: ParsableCommand {
     )
 }
 
-/// The `<model> [--version NAME]` arguments every model command takes.
+/// The `<model> [--model-version NAME]` arguments every model command takes.
 struct ModelOptions: ParsableArguments {
     @Argument(help: "A .xcdatamodeld bundle, a .xcdatamodel folder, or a JSON model file.")
     var model: String
 
-    @Option(name: .long, help: "The model version to use (default: the bundle's current version).")
+    @Option(name: .customLong("model-version"), help: "The model version to use (default: the bundle's current version).")
     var version: String?
 
     func load() throws -> ManagedObjectModel {

@@ -1,0 +1,32 @@
+import ObjectModel
+
+extension ModelVersions {
+    /// The version a store was written with, found by its entity hashes.
+    ///
+    /// The version whose hashes equal the store's; when several do, the one whose
+    /// version identifiers the store recorded too, else the newest of them.
+    ///
+    /// ```swift
+    /// let versions = try ModelLoader.load(at: URL(filePath: "App.xcdatamodeld"))
+    /// let version = try versions.version(matching: try SQLiteStoreType().readMetadata(at: storeURL))
+    /// ```
+    ///
+    /// - Throws: ``StoreError`` with ``StoreError/Code/incompatibleModel`` when no
+    ///   version matches, naming the closest version and, for it, the entities whose
+    ///   hashes differ and those only one side has (its ``StoreError/compatibility``).
+    public func version(matching metadata: StoreMetadata) throws -> Version {
+        let hashes = metadata.versionHashes
+        let matching = versions.filter { $0.model.versionHashes == hashes }
+        if let best = matching.last(where: { $0.model.versionIdentifiers == metadata.versionIdentifiers }) ?? matching.last {
+            return best
+        }
+        let comparisons = versions.map { ($0, ModelCompatibility(storeHashes: hashes, modelHashes: $0.model.versionHashes)) }
+        func distance(_ c: ModelCompatibility) -> Int { c.changedEntities.count + c.onlyInStore.count + c.onlyInModel.count }
+        // The closest version; among equally close ones, the newest.
+        let (closest, compatibility) = comparisons.reversed().min { distance($0.1) < distance($1.1) }!
+        throw StoreError(.incompatibleModel,
+                         "no model version matches the store's entity hashes (versions: \(names.joined(separator: ", "))); "
+                         + "the closest is \(closest.name): \(compatibility)",
+                         compatibility: compatibility)
+    }
+}

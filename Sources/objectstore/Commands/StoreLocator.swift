@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// `--type`, shared by every store command.
+struct StoreTypeOption: ParsableArguments {
+    @Option(name: .long, help: "The store type: sqlite, atomic or lmdb (default: from the file's content, else its extension).")
+    var type: String?
+}
+
+/// `--model` and `--model-version`, shared by every command that opens a store.
+struct ModelSelection: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The model: a .xcdatamodeld bundle, a .xcdatamodel folder, or a JSON model file.",
+        discussion: "Default: the model embedded in the store."))
+    var model: String?
+
+    @Option(name: .customLong("model-version"), help: ArgumentHelp(
+        "The version of a bundle to use.",
+        discussion: "Default: for an existing store, the version whose entity hashes match the store's; for a new store, the bundle's current version."))
+    var modelVersion: String?
+
+    func validate() throws {
+        if modelVersion != nil && model == nil { throw ValidationError("--model-version needs --model") }
+    }
+
+    /// The model for a new store: the named version, else the current one; nil without `--model`.
+    func modelForNewStore() throws -> ManagedObjectModel? {
+        guard let model else { return nil }
+        return try ModelLoader.loadModel(at: URL(filePath: model), version: modelVersion)
+    }
+
+    /// The model to open the existing store at `path` with, and the bundle version it is
+    /// (nil for the embedded model or a file with one version): the named version, else the
+    /// version matching the store's hashes, else the store's embedded model.
+    func modelForStore(at path: String, metadata: StoreMetadata) throws -> (model: ManagedObjectModel, version: String?) {
+        guard let model else {
+            do {
+                guard let embedded = try metadata.embeddedModel() else {
+                    throw CLIError("\(path): the store has no embedded model (give --model with its .xcdatamodeld, .xcdatamodel or JSON model)")
+                }
+                return (embedded, nil)
+            } catch let error as ModelError {
+                throw CLIError("\(path): the embedded model is unreadable: \(error.problems.joined(separator: "; "))")
+            }
+        }
+        let url = URL(filePath: model)
+        let versions = try ModelLoader.load(at: url)
+        if let modelVersion {
+            do { return (try versions.model(named: modelVersion), modelVersion) } catch let error as ModelError { throw error.located(in: model) }
+        }
+        guard versions.versions.count > 1 else { return (versions.current, nil) }
+        do {
+            let version = try versions.version(matching: metadata)
+            return (version.model, version.name)
+        } catch let error as StoreError {
+            throw CLIError("\(path): \(error.message) (in \(model); --model-version picks one)")
+        }
+    }
+}
+
+/// Finds a store's type and opens it, with its embedded model unless one is given.
+enum StoreLocator {
+    static let registry = StoreTypeRegistry.shared
+
+    /// The type for `path`: `--type`, else the file's content, else (for a new store) its extension.
+    static func type(for path: String, explicit: String?) throws -> any StoreType {
+        if let explicit {
+            guard registry.names.contains(explicit), explicit != "memory" else {
+                throw ValidationError("unknown store type \(explicit) (use sqlite, atomic or lmdb)")
+            }
+            return try registry.type(named: explicit)
+        }
+        if FileManager.default.fileExists(atPath: path) {
+            if let detected = registry.detectType(at: URL(filePath: path)) { return detected }
+            throw CLIError("\(path): not a store of any known type (give --type to say which)")
+        }
+        return try destinationType(for: path, explicit: nil)
+    }
+
+    /// The type of a store to be written at `path`: `--type`, else its extension
+    /// (an existing file's content is not consulted: it is about to be replaced).
+    static func destinationType(for path: String, explicit: String?) throws -> any StoreType {
+        if explicit != nil { return try type(for: path, explicit: explicit) }
+        let url = URL(filePath: path)
+        switch url.pathExtension.lowercased() {
+        case "sqlite", "db": return try registry.type(named: "sqlite")
+        case "lmdb", "mdb": return try registry.type(named: "lmdb")
+        case "store", "bin": return try registry.type(named: "atomic")
+        default: throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
+        }
+    }
+
+    static func requireExisting(_ path: String, _ type: any StoreType) throws {
+        guard type.storeExists(at: URL(filePath: path)) else { throw CLIError("\(path): no such store") }
+    }
+
+    /// The model an existing store opens with (see ``ModelSelection/modelForStore(at:metadata:)``).
+    static func model(for path: String, type: any StoreType, selection: ModelSelection) throws -> (model: ManagedObjectModel, version: String?) {
+        try requireExisting(path, type)
+        return try selection.modelForStore(at: path, metadata: try type.readMetadata(at: URL(filePath: path)))
+    }
+
+    /// Opens an existing store with the model `selection` gives.
+    static func open(_ path: String, type: any StoreType, selection: ModelSelection, readOnly: Bool) throws -> any PersistentStore {
+        let (model, _) = try model(for: path, type: type, selection: selection)
+        return try open(path, type: type, model: model, readOnly: readOnly)
+    }
+
+    /// Opens an existing store with `model`.
+    static func open(_ path: String, type: any StoreType, model: ManagedObjectModel, readOnly: Bool) throws -> any PersistentStore {
+        try type.open(at: URL(filePath: path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false))
+    }
+}
