@@ -57,7 +57,8 @@ struct InspectCommand: ParsableCommand {
         lines += files.map { "  \($0.0) \($0.1) bytes" }
         lines.append("store UUID: \(metadata.storeUUID?.uuidString ?? "(none)")")
         if let version = selected?.version { lines.append("model version: \(version)") }
-        lines.append("model version identifiers: \(metadata.versionIdentifiers.isEmpty ? "(none)" : metadata.versionIdentifiers.joined(separator: ", "))")
+        let identifiers = metadata.versionIdentifiers.map { $0.isEmpty ? "\"\"" : $0 }
+        lines.append("model version identifiers: \(identifiers.isEmpty ? "(none)" : identifiers.joined(separator: ", "))")
         lines.append("embedded model: " + (embedded == nil ? "none" : (matches ? "matches the store's hashes" : "does NOT match the store's hashes")))
         if selected == nil {
             lines.append("objects: (no model to count them with: give --model)")

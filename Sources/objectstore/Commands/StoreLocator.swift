@@ -31,9 +31,9 @@ struct ModelSelection: ParsableArguments {
         return try ModelLoader.loadModel(at: URL(filePath: model), version: modelVersion)
     }
 
-    /// The model to open the existing store at `path` with, and the bundle version it is
-    /// (nil for the embedded model or a file with one version): the named version, else the
-    /// version matching the store's hashes, else the store's embedded model.
+    /// The model to open the existing store at `path` with, and the name of the version it is
+    /// (nil for the embedded model): the named version, else the version matching the store's
+    /// hashes, else the store's embedded model.
     func modelForStore(at path: String, metadata: StoreMetadata) throws -> (model: ManagedObjectModel, version: String?) {
         guard let model else {
             do {
@@ -50,7 +50,7 @@ struct ModelSelection: ParsableArguments {
         if let modelVersion {
             do { return (try versions.model(named: modelVersion), modelVersion) } catch let error as ModelError { throw error.located(in: model) }
         }
-        guard versions.versions.count > 1 else { return (versions.current, nil) }
+        guard versions.versions.count > 1 else { return (versions.current, versions.currentName) }
         do {
             let version = try versions.version(matching: metadata)
             return (version.model, version.name)
