@@ -136,12 +136,14 @@ final class SQLiteReader {
     }
 
     /// Decodes the current row of a `SELECT <select list> FROM <table> t`.
-    private func decode(_ row: Statement, table: String) -> ObjectRecord? {
+    private func decode(_ row: Statement, table: String) throws -> ObjectRecord? {
         guard let plan = plans[Int(row.int64(1))] else { return nil }
         var record = ObjectRecord(key: ObjectKey(plan.name, row.int64(0)), version: row.int64(2))
         record.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
-            if let value = SQLiteValues.value(row.column(attribute.column), as: attribute.type) { record.attributes[attribute.name] = value }
+            let value = try SQLiteValues.value(row.column(attribute.column), as: attribute.type,
+                                               at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)")
+            if let value { record.attributes[attribute.name] = value }
         }
         for relationship in plan.toOne {
             guard case .integer(let pk) = row.column(relationship.key) else { continue }
@@ -161,7 +163,7 @@ final class SQLiteReader {
         if let condition { sql += " AND (\(condition))" }
         sql += " ORDER BY \(order)"
         if limit != nil || offset > 0 { sql += " LIMIT \(limit ?? -1) OFFSET \(offset)" }
-        return try connection.statement(sql).rows(arguments) { decode($0, table: table) }.compactMap { $0 }
+        return try connection.statement(sql).rows(arguments) { try decode($0, table: table) }.compactMap { $0 }
     }
 
     func record(for key: ObjectKey) throws -> ObjectRecord? {

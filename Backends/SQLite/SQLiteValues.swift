@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// How attribute values are stored in SQLite columns (`shared/specs/sqlite-layout.md`, "Values").
 enum SQLiteValues {
@@ -19,8 +20,24 @@ enum SQLiteValues {
         }
     }
 
-    /// Reads a column as `type`, accepting the other storage classes Core Data might have used.
-    static func value(_ sql: SQLValue, as type: AttributeType) -> Value? {
+    /// Reads a column as `type`, accepting the other storage classes Core Data might have used;
+    /// nil for NULL.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a value that is not one of
+    ///   `type` in any of those forms (a value is never read as nil because it is unreadable).
+    static func value(_ sql: SQLValue, as type: AttributeType, at place: @autoclosure () -> String) throws -> Value? {
+        if let value = value(sql, as: type) { return value }
+        if case .null = sql { return nil }
+        let shown: String = switch sql {
+        case .integer(let v): "the integer \(v)"
+        case .real(let v): "the real \(v)"
+        case .text(let t): "the text \(String(reflecting: String(t.prefix(40))))"
+        case .blob(let b): "a \(b.count)-byte blob"
+        case .null: "NULL"
+        }
+        throw StoreError(.corrupt, "\(place()) holds \(shown), which is not a valid \(type.modelName)")
+    }
+
+    private static func value(_ sql: SQLValue, as type: AttributeType) -> Value? {
         switch (type, sql) {
         case (_, .null): return nil
         case (.integer16, .integer(let v)), (.integer32, .integer(let v)), (.integer64, .integer(let v)): return .integer(v)
@@ -32,7 +49,7 @@ enum SQLiteValues {
         case (.double, .integer(let v)), (.float, .integer(let v)): return .double(Double(v))
         case (.double, .text(let t)), (.float, .text(let t)): return ValueText.double(t).map(Value.double)
         case (.decimal, .text(let t)): return Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal)
-        case (.decimal, .real(let v)): return .decimal(Decimal(v))
+        case (.decimal, .real(let v)): return ValueText.decimal(v).map(Value.decimal)
         case (.decimal, .integer(let v)): return .decimal(Decimal(v))
         case (.string, .text(let t)): return .string(t)
         case (.string, .blob(let b)): return .string(String(decoding: b, as: UTF8.self))

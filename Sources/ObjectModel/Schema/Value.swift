@@ -105,7 +105,7 @@ extension AttributeType {
         case (.float, .integer(let v)): return .double(Double(Float(v)))
         case (.double, .integer(let v)): return .double(Double(v))
         case (.decimal, .integer(let v)): return .decimal(Decimal(v))
-        case (.decimal, .double(let v)) where v.isFinite: return .decimal(Decimal(v))
+        case (.decimal, .double(let v)) where v.isFinite: return ValueText.decimal(v).map(Value.decimal)
         case (.boolean, .integer(let v)) where v == 0 || v == 1: return .boolean(v == 1)
         default: return accepts(value) ? value : nil
         }
@@ -188,6 +188,13 @@ public enum ValueText {
     /// Parses what ``iso8601(_:)`` writes: ISO 8601, or seconds since 2001-01-01 as a number.
     public static func parseDate(_ text: String) -> Date? {
         DateText.parse(text)
+    }
+
+    /// The decimal a double's shortest round-tripping text names (`19.99`, not the binary
+    /// expansion `19.98999999999999488` that `Decimal(Double)` gives), or nil when not finite.
+    public static func decimal(_ v: Double) -> Decimal? {
+        guard v.isFinite else { return nil }
+        return Decimal(string: String(v), locale: Locale(identifier: "en_US_POSIX"))
     }
 
     /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.
