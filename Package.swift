@@ -62,9 +62,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What several test targets share: SQLite's own view of a file, stores written the way
+        // Core Data writes them, JSON documents compared value by value.
+        .target(name: "TestSupport", dependencies: ["CSQLite"], path: "Tests/Support"),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting"]
+            dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]
         ),
         .testTarget(
             name: "LMDBStoreTests",
@@ -74,10 +77,10 @@ let package = Package(
             name: "MigrationTests",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
-                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore",
+                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "TestSupport",
             ]
         ),
-        .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore"]),
+        .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

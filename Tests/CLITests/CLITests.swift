@@ -20,6 +20,10 @@ struct CLI {
     }
 
     static func run(_ arguments: String...) throws -> Result {
+        try run(arguments)
+    }
+
+    static func run(_ arguments: [String]) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments

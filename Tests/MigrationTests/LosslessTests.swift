@@ -3,6 +3,7 @@ import ObjectMigration
 import ObjectModel
 import ObjectStore
 import Testing
+import TestSupport
 
 /// Nothing changes on the way through a conversion or a migration: every nil (even
 /// where the attribute has a default), every date to the last bit, both sides of every
@@ -12,122 +13,13 @@ import Testing
 struct LosslessTests {
     static let model: ManagedObjectModel = {
         do {
-            return try ManagedObjectModel(versionIdentifiers: ["lossless-1"]) {
-                Entity("Post") {
-                    Attribute("title", .string, optional: false)
-                    Attribute("score", .double, default: .double(0))
-                    Attribute("price", .decimal, default: .decimal(0))
-                    Attribute("rank", .integer32, default: .integer(7))
-                    Attribute("published", .boolean, default: .boolean(true))
-                    Attribute("due", .date, default: .date(Date(timeIntervalSinceReferenceDate: 0)))
-                    Attribute("note", .string, default: .string("none"))
-                    Relationship("color", to: "Color", inverse: "posts")
-                    Relationship("tags", to: "Tag", inverse: "posts", toMany: true, ordered: true)
-                    Relationship("badge", to: "Badge", inverse: "post")
-                    Relationship("parent", to: "Post", inverse: "children")
-                    Relationship("children", to: "Post", inverse: "parent", toMany: true, ordered: true)
-                    Relationship("siblings", to: "Post", inverse: "siblings", toMany: true)
-                }
-                Entity("Pinned", parent: "Post") {
-                    Attribute("level", .integer16, default: .integer(1))
-                }
-                Entity("Color") {
-                    Attribute("name", .string, optional: false)
-                    Attribute("hex", .string, optional: false)
-                    Relationship("posts", to: "Post", inverse: "color", toMany: true)
-                }
-                Entity("Tag") {
-                    Attribute("label", .string)
-                    Relationship("posts", to: "Post", inverse: "tags", toMany: true)
-                }
-                Entity("Badge") {
-                    Attribute("code", .string)
-                    Relationship("post", to: "Post", inverse: "badge")
-                }
-            }
+            return try JSONModelFormat.decode(Data(LosslessData.modelJSON.utf8), file: "lossless model")
         } catch {
             preconditionFailure("\(error)")
         }
     }()
 
-    // MARK: The data set
-
-    typealias Document = [String: [[String: Any]]]
-
-    /// A date in canonical export form: milliseconds, or a sub-millisecond fraction whose
-    /// seconds since 2001 have at most 15 significant digits (so the text is the shortest
-    /// that reads back to its Double).
-    static func dateText(_ i: Int) -> String {
-        let fraction = ["198", "000", "123456", "0005", "999", "250001"][i % 6]
-        return "20\(10 + i % 20)-0\(1 + i % 9)-1\(i % 9)T0\(i % 10):1\(i % 6):2\(i % 10).\(fraction)Z"
-    }
-
-    /// The document in export form (every attribute, both sides of every relationship, unordered
-    /// to-manys in key order), with nils where the attributes have defaults, sub-millisecond dates,
-    /// ordered to-manys out of key order, and every kind of inverse pair.
-    ///
-    /// - Parameter ascending: ordered to-manys in key order (what a store completing them from
-    ///   the other side gives when the mapping writes only that side).
-    static func document(ascending: Bool = false) -> Document {
-        let posts = 1...24
-        func id(_ entity: String, _ pk: Int) -> String { "\(entity)/\(pk)" }
-        func post(_ pk: Int) -> String { id(pk > 20 ? "Pinned" : "Post", pk) }
-        // Unordered to-manys list their members in key order: entity name, then primary key.
-        func keyOrder(_ pks: [Int]) -> [String] { pks.filter { $0 > 20 }.map(post) + pks.filter { $0 <= 20 }.map(post) }
-        func color(_ i: Int) -> Int? { i % 6 == 5 ? nil : 1 + i % 5 }
-        func tags(_ i: Int) -> [Int] {
-            if i % 4 == 3 { return [] }
-            let list = [1 + (i * 2) % 6, 1 + (i * 3 + 1) % 6, 1 + (i + 4) % 6]
-            var seen: Set<Int> = []
-            let distinct = list.filter { seen.insert($0).inserted }
-            return ascending ? distinct.sorted() : distinct
-        }
-        func parent(_ i: Int) -> Int? { i > 4 ? 1 + i % 4 : nil }
-        func children(_ k: Int) -> [Int] {
-            let list = posts.filter { parent($0) == k }
-            return ascending ? list : list.sorted(by: >)
-        }
-        func sibling(_ i: Int) -> Int? { i <= 12 ? (i % 2 == 1 ? i + 1 : i - 1) : nil }
-        func badge(_ i: Int) -> Int? { i <= 8 ? 9 - i : nil }
-        var document: Document = ["Post": [], "Pinned": [], "Color": [], "Tag": [], "Badge": []]
-        for i in posts {
-            var object: [String: Any] = [
-                "_id": post(i),
-                "title": "post \(i)",
-                "score": i % 4 == 0 ? NSNull() : Double(i) * 1.25,
-                "price": i % 3 == 0 ? NSNull() : "\(i).25",
-                "rank": i % 5 == 0 ? NSNull() : i * 100,
-                "published": i % 2 == 0 ? NSNull() : (i % 4 == 1),
-                "due": i % 7 == 0 ? NSNull() : dateText(i),
-                "note": i % 3 == 1 ? NSNull() : "n\(i)",
-                "color": color(i).map { id("Color", $0) } ?? NSNull(),
-                "tags": tags(i).map { id("Tag", $0) },
-                "badge": badge(i).map { id("Badge", $0) } ?? NSNull(),
-                "parent": parent(i).map(post) ?? NSNull(),
-                "children": children(i).map(post),
-                "siblings": sibling(i).map { [post($0)] } ?? [],
-            ]
-            if i > 20 { object["level"] = i % 2 == 0 ? NSNull() : i }
-            document[i > 20 ? "Pinned" : "Post", default: []].append(object)
-        }
-        let names = ["red", "green", "blue", "cyan", "gray"]
-        for c in 1...5 {
-            document["Color"]!.append(["_id": id("Color", c), "name": names[c - 1], "hex": "#\(c)\(c)\(c)",
-                                       "posts": keyOrder(posts.filter { color($0) == c })])
-        }
-        for t in 1...6 {
-            document["Tag"]!.append(["_id": id("Tag", t), "label": t == 6 ? NSNull() : "tag \(t)",
-                                     "posts": keyOrder(posts.filter { tags($0).contains(t) })])
-        }
-        for b in 1...8 {
-            document["Badge"]!.append(["_id": id("Badge", b), "code": "B\(b)", "post": posts.first { badge($0) == b }.map(post) ?? NSNull()])
-        }
-        return document
-    }
-
-    static func json(_ document: Document) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]), as: UTF8.self)
-    }
+    typealias Document = LosslessData.Document
 
     // MARK: Mappings
 
@@ -171,7 +63,7 @@ struct LosslessTests {
         }
 
         /// The to-manys a store completes are in the order their members were written: key order.
-        var expected: Document { LosslessTests.document(ascending: self == .toOneSides || self == .policy) }
+        var expected: Document { LosslessData.document(ascending: self == .toOneSides || self == .policy) }
     }
 
     /// Makes the objects through the context's API and sets the to-one sides, one side only.
@@ -199,9 +91,9 @@ struct LosslessTests {
         PolicyRegistry.shared.register(ToOneSidesPolicy(), named: "lossless.toOneSides")
         let (source, destination) = pair
         let workspace = try Workspace()
-        let input = Self.document()
+        let input = LosslessData.document()
         let from = workspace.location("source", source), to = workspace.location("destination", destination)
-        try makeStore(source, at: from, model: Self.model, json: try Self.json(input))
+        try makeStore(source, at: from, model: Self.model, json: try LosslessData.json(input))
         let sourceExport = try export(source, at: from, model: Self.model)
         try expectDocument(sourceExport, equals: input, "the source holds the input")
 
@@ -290,25 +182,9 @@ struct LosslessTests {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? Document)
     }
 
-    /// Compares an export with a document object by object and key by key, naming each difference.
+    /// Compares an export with a document value by value, naming each difference.
     func expectDocument(_ text: String, equals document: Document, _ what: String) throws {
-        let actual = try parse(text)
-        let expected = try parse(try Self.json(document))   // as JSON values, like the export's
-        #expect(Set(actual.keys) == Set(expected.keys), "\(what): entities")
-        // Values compared as canonical JSON text: numbers, Booleans and nulls exactly as JSON has them.
-        func canonical(_ value: Any?) -> String {
-            (try? JSONSerialization.data(withJSONObject: [value ?? NSNull()], options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-        }
-        var differences: [String] = []
-        for (entity, objects) in expected {
-            let got = actual[entity] ?? []
-            if got.count != objects.count { differences.append("\(entity): \(got.count) objects, expected \(objects.count)") }
-            for (a, b) in zip(got, objects) {
-                for key in Set(a.keys).union(b.keys).sorted() where canonical(a[key]) != canonical(b[key]) {
-                    differences.append("\(b["_id"] ?? "?").\(key): \(canonical(a[key])) instead of \(canonical(b[key]))")
-                }
-            }
-        }
+        let differences = JSONComparison.differences(text, document)
         #expect(differences.isEmpty, "\(what): \(differences.prefix(8).joined(separator: "; "))")
     }
 }

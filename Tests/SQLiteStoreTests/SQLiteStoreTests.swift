@@ -5,46 +5,10 @@ import ObjectStore
 import ObjectStoreTesting
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// A throwaway folder for one test.
 typealias Folder = TemporaryFolder
-
-/// Reads a database with the C API directly: SQLite's own view of the file.
-struct RawDatabase {
-    let handle: OpaquePointer
-
-    init(_ url: URL, readOnly: Bool = true) throws {
-        var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_URI
-        guard sqlite3_open_v2(url.isFileURL ? url.path : url.absoluteString, &db, flags, nil) == SQLITE_OK, let db else {
-            throw StoreError(.io, "cannot open \(url.path)")
-        }
-        handle = db
-    }
-
-    func close() { sqlite3_close_v2(handle) }
-
-    func strings(_ sql: String) throws -> [[String]] {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw StoreError(.io, String(cString: sqlite3_errmsg(handle)))
-        }
-        defer { sqlite3_finalize(statement) }
-        var rows: [[String]] = []
-        while sqlite3_step(statement) == SQLITE_ROW {
-            rows.append((0..<sqlite3_column_count(statement)).map { i in
-                sqlite3_column_text(statement, i).map { String(cString: $0) } ?? "NULL"
-            })
-        }
-        return rows
-    }
-
-    func execute(_ sql: String) throws {
-        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw StoreError(.io, String(cString: sqlite3_errmsg(handle))) }
-    }
-
-    func columns(_ table: String) throws -> [String] { try strings("PRAGMA table_info(\"\(table)\")").map { $0[1] } }
-}
 
 @Suite("SQLiteStore layout and files")
 struct SQLiteStoreTests {
@@ -222,7 +186,7 @@ struct SQLiteStoreTests {
         }),
         ("a SQLite database that is not a store", { url in
             try FileManager.default.removeItem(at: url)
-            let db = try RawDatabase.create(url)
+            let db = try RawDatabase(url, readOnly: false, create: true)
             try db.execute("PRAGMA journal_mode = WAL; CREATE TABLE notes (body TEXT)")
             db.close()
         }),
@@ -273,18 +237,6 @@ struct SQLiteStoreTests {
             #expect(folder.files == filesBefore, "\(name): \(attempt) left \(folder.files)")
         }
     }
-}
-
-extension RawDatabase {
-    static func create(_ url: URL) throws -> RawDatabase {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(url.path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let db else {
-            throw StoreError(.io, "cannot create \(url.path)")
-        }
-        return RawDatabase(handle: db)
-    }
-
-    init(handle: OpaquePointer) { self.handle = handle }
 }
 
 @Suite("SQLiteStore options")

@@ -85,9 +85,9 @@ enum StoreLocator {
         if explicit != nil { return try type(for: path, explicit: explicit) }
         let url = URL(filePath: path)
         switch url.pathExtension.lowercased() {
-        case "sqlite", "db": return try registry.type(named: "sqlite")
+        case "sqlite", "sqlite3", "db": return try registry.type(named: "sqlite")
         case "lmdb", "mdb": return try registry.type(named: "lmdb")
-        case "store", "bin": return try registry.type(named: "atomic")
+        case "store", "bin", "atomic": return try registry.type(named: "atomic")
         default: throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
         }
     }
