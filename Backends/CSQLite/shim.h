@@ -6,4 +6,9 @@
 static inline sqlite3_destructor_type objectstore_sqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
+
+/// sqlite3_db_config is variadic: SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on or off.
+static inline int objectstore_sqlite_no_checkpoint_on_close(sqlite3 *db, int on) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
+}
 #endif

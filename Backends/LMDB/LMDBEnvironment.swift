@@ -75,8 +75,8 @@ final class LMDBEnvironment {
         for (name, dbi) in opened { databases[name] = dbi }
     }
 
-    /// Runs `body` in a read-only transaction.
-    func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+    /// Begins a read-only transaction (adopting a map another process grew).
+    private func beginRead() throws -> OpaquePointer {
         for attempt in 0..<2 {
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(handle, nil, LMDBTransactionFlags.readOnly.rawValue, &txn)
@@ -86,7 +86,23 @@ final class LMDBEnvironment {
                 continue
             }
             try Self.check(rc, "cannot begin a read transaction")
-            let transaction = LMDBTransaction(handle: txn!, environment: self)
+            return txn!
+        }
+        throw LMDBError(code: MDB_MAP_RESIZED, what: "the map kept changing size")
+    }
+
+    /// A read-only transaction that stays open until the returned object is released:
+    /// every read through it sees the environment at this moment. It keeps the
+    /// environment open, and takes the databases opened so far with it.
+    func snapshot() throws -> LMDBSnapshotTransaction {
+        LMDBSnapshotTransaction(environment: self, handle: try beginRead(), databases: databases)
+    }
+
+    /// Runs `body` in a read-only transaction.
+    func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        do {
+            let txn = try beginRead()
+            let transaction = LMDBTransaction(handle: txn, environment: self)
             let result: T
             do {
                 result = try body(transaction)
@@ -99,7 +115,6 @@ final class LMDBEnvironment {
             adopt(transaction.opened)
             return result
         }
-        throw LMDBError(code: MDB_MAP_RESIZED, what: "the map kept changing size")
     }
 
     /// Runs `body` in a write transaction, committed if it returns. When the map
@@ -145,19 +160,37 @@ final class LMDBEnvironment {
     }
 }
 
-/// One transaction. Valid only inside the closure it was given to.
+/// A read transaction kept open across calls (a store's snapshot). It holds its
+/// environment open, and is aborted when released.
+final class LMDBSnapshotTransaction {
+    let environment: LMDBEnvironment
+    let transaction: LMDBTransaction
+
+    fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi]) {
+        self.environment = environment
+        transaction = LMDBTransaction(handle: handle, environment: environment, databases: databases)
+    }
+
+    deinit { mdb_txn_abort(transaction.handle) }
+}
+
+/// One transaction. Valid only inside the closure it was given to (or while its
+/// ``LMDBSnapshotTransaction`` lives).
 final class LMDBTransaction {
     let handle: OpaquePointer
     unowned let environment: LMDBEnvironment
     fileprivate var opened: [(String, MDB_dbi)] = []
+    /// The databases a snapshot took with it (it must not read the environment's, which its store changes).
+    private let fixedDatabases: [String: MDB_dbi]?
 
-    init(handle: OpaquePointer, environment: LMDBEnvironment) {
+    init(handle: OpaquePointer, environment: LMDBEnvironment, databases: [String: MDB_dbi]? = nil) {
         self.handle = handle
         self.environment = environment
+        self.fixedDatabases = databases
     }
 
     func database(_ name: String) -> MDB_dbi? {
-        environment.databases[name] ?? opened.first { $0.0 == name }?.1
+        (fixedDatabases ?? environment.databases)[name] ?? opened.first { $0.0 == name }?.1
     }
 
     /// The value under `key`, copied out of the map; nil when absent.

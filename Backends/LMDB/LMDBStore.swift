@@ -144,11 +144,20 @@ public final class LMDBStore: PersistentStore {
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).
     public var mapSize: Int { lock.withLock { environment?.mapSize ?? 0 } }
 
+    /// Closes the store. Its environment (the map and the lock file) stays open while a
+    /// snapshot of it is open, and closes with the last of them.
     public func close() throws {
-        lock.withLock {
-            environment?.close()
-            environment = nil
+        lock.withLock { environment = nil }
+    }
+
+    public func snapshot() throws -> any PersistentStore {
+        let transaction = try LMDBStoreType.mapping(fileURL) {
+            try lock.withLock {
+                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+                return try environment.snapshot()
+            }
         }
+        return LMDBSnapshot(of: self, transaction: transaction)
     }
 
     private func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
@@ -228,4 +237,73 @@ struct LMDBView: RowSource {
             return pk
         }
     }
+}
+
+/// A read-only view of an LMDB store at one moment: one read transaction, held until closed.
+final class LMDBSnapshot: PersistentStore {
+    var storeType: String { LMDBStore.typeName }
+    var url: URL? { fileURL }
+    let identifier: UUID
+    let model: ManagedObjectModel
+    var isReadOnly: Bool { true }
+
+    private let fileURL: URL
+    private let lock = NSLock()
+    /// The transaction. Not Sendable: only ever touched inside `lock`, one thread at a time
+    /// (the environment is opened with MDB_NOTLS, so a read transaction may move between threads).
+    nonisolated(unsafe) private var transaction: LMDBSnapshotTransaction?
+
+    init(of store: LMDBStore, transaction: LMDBSnapshotTransaction) {
+        fileURL = store.fileURL
+        identifier = store.identifier
+        model = store.model
+        self.transaction = transaction
+    }
+
+    private func read<T>(_ body: (LMDBView) throws -> T) throws -> T {
+        try LMDBStoreType.mapping(fileURL) {
+            try lock.withLock {
+                guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
+                return try body(LMDBView(txn: transaction.transaction, file: fileURL.path))
+            }
+        }
+    }
+
+    private func refuse() -> StoreError { StoreError(.readOnly, "a snapshot is read-only", url: fileURL) }
+
+    func metadata() throws -> StoreMetadata { try read { try LMDBStoreType.readMetadata($0.txn, url: fileURL) } }
+    func setMetadata(_ metadata: StoreMetadata) throws { throw refuse() }
+    func fetch(_ request: FetchRequest) throws -> [ObjectRecord] { try read { try $0.fetch(request, model: model) } }
+    func count(_ request: FetchRequest) throws -> Int { try read { try $0.count(request, model: model) } }
+    func record(for key: ObjectKey) throws -> ObjectRecord? { try read { try $0.record(for: key, model: model) } }
+    func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
+        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
+    }
+    func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+    }
+    func save(_ changes: ChangeSet) throws { throw refuse() }
+    func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> { throw refuse() }
+    func lastAllocatedKey(entity: String) throws -> Int64 {
+        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try read { try LMDBLayout.counter($0.txn, root) }
+    }
+    func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws { throw refuse() }
+
+    /// Another view of the same moment.
+    func snapshot() throws -> any PersistentStore {
+        try lock.withLock {
+            guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
+            return LMDBSnapshot(of: self, sharing: transaction)
+        }
+    }
+
+    private init(of snapshot: LMDBSnapshot, sharing transaction: LMDBSnapshotTransaction) {
+        fileURL = snapshot.fileURL
+        identifier = snapshot.identifier
+        model = snapshot.model
+        self.transaction = transaction
+    }
+
+    func close() throws { lock.withLock { transaction = nil } }
 }

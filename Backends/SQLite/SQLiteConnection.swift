@@ -10,25 +10,45 @@ import ObjectStore
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
+    /// Whether a read-only connection leaves the WAL unfolded at close (the store had one when it opened).
+    let keepsWAL: Bool
     private var cache: [String: OpaquePointer] = [:]
 
     /// Opens `path`; nothing is created unless `create` is set.
     ///
-    /// A read-only open of a database with no `-wal` file is made immutable: SQLite
-    /// then reads the main file alone and creates no `-wal` or `-shm` beside it.
-    /// With a `-wal` present (writes not yet folded in), it reads through the WAL.
-    init(path: String, readOnly: Bool, create: Bool) throws {
+    /// A `readOnly` connection never writes a row: it is opened read-write with
+    /// `PRAGMA query_only`, so that SQLite can do what every reader must — roll back a
+    /// hot journal a crashed writer left (its changes were never committed), and index
+    /// a WAL — and it never folds into the main file a WAL it found there (so a store
+    /// copied with its `-wal` keeps its files as they were); sidecars SQLite had to
+    /// create for a store that had none, it removes at close. Where the file cannot be
+    /// written at all, SQLite opens it read-only, and a store that needs a rollback is
+    /// refused with an error that says so. Nothing is ever opened `immutable`: a
+    /// writer may come at any moment.
+    ///
+    /// - Parameter keepingWAL: for a read-only connection, whether to leave the WAL as it is
+    ///   at close; by default, whether the store had a `-wal` when this connection opened (a
+    ///   second connection of the same store passes what the store found).
+    init(path: String, readOnly: Bool, create: Bool, keepingWAL: Bool? = nil) throws {
         var db: OpaquePointer?
-        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
-        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
-        var target = URL(filePath: path).absoluteString
-        if readOnly && !FileManager.default.fileExists(atPath: path + "-wal") { target += "?immutable=1" }
-        let rc = sqlite3_open_v2(target, &db, flags, nil)
+        let hadWAL = keepingWAL ?? FileManager.default.fileExists(atPath: path + "-wal")
+        self.keepsWAL = hadWAL
+        let rc = sqlite3_open_v2(URL(filePath: path).absoluteString, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }
             throw StoreError(.io, "cannot open the database: \(message) (SQLite code \(rc))", url: URL(filePath: path))
+        }
+        if readOnly {
+            let configured = hadWAL ? objectstore_sqlite_no_checkpoint_on_close(db, 1) : SQLITE_OK
+            let queryOnly = sqlite3_exec(db, "PRAGMA query_only = 1", nil, nil, nil)
+            guard configured == SQLITE_OK, queryOnly == SQLITE_OK else {
+                sqlite3_close_v2(db)
+                throw StoreError(.io, "cannot make the connection read-only (SQLite code \(configured == SQLITE_OK ? queryOnly : configured))",
+                                 url: URL(filePath: path))
+            }
         }
         let registered = SQLiteFunctions.register(on: db)
         guard registered == SQLITE_OK else {
@@ -54,6 +74,11 @@ final class SQLiteConnection {
     }
 
     func error(_ rc: Int32, _ what: String) -> StoreError {
+        if rc == SQLITE_READONLY | (3 << 8) {   // SQLITE_READONLY_ROLLBACK, a macro Swift does not import
+            return StoreError(.readOnly, "\(what): the store has a hot rollback journal (a writer stopped in the middle of a "
+                              + "transaction), and SQLite cannot roll it back because the file cannot be written (SQLite code \(rc))",
+                              url: URL(filePath: path))
+        }
         let message = String(cString: sqlite3_errmsg(handle))
         let primary = rc & 0xff
         let code: StoreError.Code = switch primary {

@@ -37,6 +37,8 @@ public final class SQLiteStore: PersistentStore {
     let schema: SQLiteSchema
     /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
     private let deferredDurability: Bool
+    /// Whether this is a snapshot: its connection stays in one read transaction until closed.
+    private let isSnapshot: Bool
     /// Guards ``reader``.
     private let lock = Mutex(())
     /// The connection and what reads through it. Not Sendable: it is only ever
@@ -79,7 +81,35 @@ public final class SQLiteStore: PersistentStore {
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
         deferredDurability = options.deferredDurability && !options.readOnly
         identifier = metadata.storeUUID ?? UUID()
+        isSnapshot = false
         reader = SQLiteReader(connection: connection, schema: schema, model: model)
+    }
+
+    /// A second connection to `store`'s file, inside one read transaction: in WAL mode it
+    /// reads one moment while writers go on; in a rollback mode writers wait until it closes.
+    private init(snapshotOf store: SQLiteStore, at url: URL) throws {
+        self.url = url
+        model = store.model
+        schema = store.schema
+        identifier = store.identifier
+        isReadOnly = true
+        deferredDurability = false
+        isSnapshot = true
+        let keepsWAL = try store.withReader { $0.connection.keepsWAL }
+        let connection = try SQLiteConnection(path: url.path, readOnly: true, create: false, keepingWAL: keepsWAL)
+        do {
+            try connection.execute("BEGIN")
+            // The read transaction starts with the first read.
+            _ = try connection.statement("SELECT count(*) FROM Z_METADATA").rows { $0.int64(0) }
+        } catch {
+            connection.close()
+            throw error
+        }
+        reader = SQLiteReader(connection: connection, schema: schema, model: model)
+    }
+
+    public func snapshot() throws -> any PersistentStore {
+        try SQLiteStore(snapshotOf: self, at: url!)
     }
 
     private static func create(_ url: URL, schema: SQLiteSchema, model: ManagedObjectModel,
@@ -190,6 +220,7 @@ public final class SQLiteStore: PersistentStore {
                 current.connection.close()
                 reader = nil
             }
+            if isSnapshot { try current.connection.execute("COMMIT") }
             if deferredDurability {
                 try current.connection.execute("PRAGMA synchronous = FULL")
                 _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }

@@ -66,6 +66,10 @@ public struct SQLiteStoreType: StoreType {
         guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
             throw StoreError(.corrupt, "the header's page size \(raw) is invalid", url: url)
         }
+        // With a -wal or a -journal beside it, the main file's header and length may be behind
+        // (a checkpoint cut short) or ahead (a rollback pending): SQLite settles that, not us.
+        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        guard !sidecars.contains(where: { FileManager.default.fileExists(atPath: $0.path) && !$0.path.hasSuffix("-shm") }) else { return }
         guard size % pageSize == 0 else {
             throw StoreError(.corrupt, "truncated: \(size) bytes is not a whole number of \(pageSize)-byte pages", url: url)
         }

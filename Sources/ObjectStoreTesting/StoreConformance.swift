@@ -38,6 +38,7 @@ public struct StoreConformance: Sendable {
         case failedSaveLeavesNothing
         case optimisticLocking
         case streamingScan
+        case snapshotIsOneMoment
         case bulkInsert
         case reopen
         case readOnly
@@ -96,6 +97,7 @@ public struct StoreConformance: Sendable {
         case .failedSaveLeavesNothing: try failedSave(scope)
         case .optimisticLocking: try locking(scope)
         case .streamingScan: try streaming(scope)
+        case .snapshotIsOneMoment: try snapshotIsOneMoment(scope)
         case .bulkInsert: try bulk(scope)
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)

@@ -73,17 +73,33 @@ public final class MigrationManager: Sendable {
     ///   the source is never written.
     public func migrateStore(at sourceURL: URL, type sourceType: any StoreType, to destinationURL: URL,
                              type destinationType: any StoreType, destinationOptions: StoreOptions = StoreOptions()) throws {
+        let snapshot: any PersistentStore
+        do {
+            let source = try sourceType.open(at: sourceURL, model: sourceModel, options: StoreOptions(readOnly: true, createIfMissing: false))
+            defer { try? source.close() }
+            snapshot = try source.snapshot()
+        } catch let error as StoreError {
+            defer { continuation.finish() }
+            throw MigrationError(error.code == .incompatibleModel ? .incompatibleSource : .store, "the source: \(error)", cause: error)
+        }
+        defer { try? snapshot.close() }
+        try migrateStore(from: snapshot, to: destinationURL, type: destinationType, destinationOptions: destinationOptions)
+    }
+
+    /// Migrates an open store (opened with ``sourceModel``) into a new store at `destinationURL`.
+    ///
+    /// Every read goes through `source`: give it a snapshot (``PersistentStore/snapshot()``)
+    /// so the migration reads one moment of the store while others write to it.
+    /// - Throws: ``MigrationError``; nothing is left at `destinationURL` after a failure.
+    public func migrateStore(from source: any PersistentStore, to destinationURL: URL, type destinationType: any StoreType,
+                             destinationOptions: StoreOptions = StoreOptions()) throws {
         defer { continuation.finish() }
         guard !destinationType.storeExists(at: destinationURL) else {
             throw MigrationError(.destinationExists, "\(destinationURL.path) already exists")
         }
-        let source: any PersistentStore
-        do {
-            source = try sourceType.open(at: sourceURL, model: sourceModel, options: StoreOptions(readOnly: true, createIfMissing: false))
-        } catch let error as StoreError {
-            throw MigrationError(error.code == .incompatibleModel ? .incompatibleSource : .store, "the source: \(error)", cause: error)
+        guard source.model.versionHashes == sourceModel.versionHashes else {
+            throw MigrationError(.incompatibleSource, "the source store is open with another model than the manager's source model")
         }
-        defer { try? source.close() }
         try checkMapping(source)
         var options = destinationOptions
         options.readOnly = false

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import Synchronization
 
 /// A store that keeps its objects in ``RecordTables``: it supplies locked read
 /// and write access to them, and gets the whole contract's reads and writes.
@@ -63,5 +64,49 @@ extension RecordTablesStore {
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+    }
+}
+
+extension RecordTablesStore {
+    /// A copy of the tables as they are now (copy-on-write: it costs nothing until the store changes).
+    public func snapshot() throws -> any PersistentStore {
+        RecordTablesSnapshot(of: self, tables: try readTables { $0 })
+    }
+}
+
+/// A read-only store over a copy of another's tables: the view ``RecordTablesStore/snapshot()`` returns.
+final class RecordTablesSnapshot: RecordTablesStore {
+    let storeType: String
+    let url: URL?
+    let identifier: UUID
+    let model: ManagedObjectModel
+    var isReadOnly: Bool { true }
+    private let tables: Mutex<RecordTables?>
+
+    init(of store: any PersistentStore, tables: RecordTables) {
+        storeType = store.storeType
+        url = store.url
+        identifier = store.identifier
+        model = store.model
+        self.tables = Mutex(tables)
+    }
+
+    func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
+        try tables.withLock { tables in
+            guard let tables else { throw StoreError(.closed, "the snapshot is closed", url: url) }
+            return try body(tables)
+        }
+    }
+
+    func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
+    }
+
+    func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
+        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
+    }
+
+    func close() throws {
+        tables.withLock { $0 = nil }
     }
 }

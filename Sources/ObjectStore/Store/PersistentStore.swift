@@ -73,6 +73,23 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// inverse side of a reference to an object that does not exist yet: the
     /// caller writes that side itself once both exist.
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
+    /// A read-only view of the store as it is now, for reads that must agree with each
+    /// other (an export, a conversion, a validation, a migration's source): every read
+    /// through it sees the store at this moment, whatever is saved meanwhile, by this
+    /// process or another, until it is closed. Writes through it throw
+    /// ``StoreError/Code/readOnly``.
+    ///
+    /// ```swift
+    /// let snapshot = try store.snapshot()
+    /// defer { try? snapshot.close() }
+    /// let people = try snapshot.fetch(FetchRequest(entity: "Person"))
+    /// let pets = try snapshot.relatedKeys(of: people[0].key, relationship: "pets")   // as of the same moment
+    /// ```
+    ///
+    /// A snapshot holds what it needs to read that moment (SQLite a read transaction,
+    /// LMDB a read transaction, the in-memory and atomic stores a copy of their tables)
+    /// until it is closed; close it when done.
+    func snapshot() throws -> any PersistentStore
     /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
     func close() throws
 }

@@ -32,7 +32,7 @@ struct InspectCommand: ParsableCommand {
         }
         var counts: [(String, Int)] = []
         if let model = selected?.model {
-            let opened = try StoreLocator.open(store, type: type, model: model, readOnly: true)
+            let opened = try StoreLocator.snapshot(store, type: type, model: model)
             defer { try? opened.close() }
             for entity in model.entityDescriptions where !entity.isAbstract {
                 counts.append((entity.name, try opened.count(FetchRequest(entity: entity.name, includesSubentities: false))))

@@ -71,10 +71,13 @@ struct ConvertCommand: ParsableCommand {
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
         // Into a temporary store beside the destination, then moved over it: a failure never costs the old destination.
         let staging = destinationURL.deletingLastPathComponent().appending(path: ".\(destinationURL.lastPathComponent).converting-\(UUID().uuidString)")
+        // One snapshot of the source for the conversion and the counts checked after it.
+        let from = try StoreLocator.snapshot(source, type: fromType, model: model)
+        defer { try? from.close() }
         let bar = ProgressDisplay()
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { bar.show($0) }
         do {
-            try manager.migrateStore(at: URL(filePath: source), type: fromType, to: staging, type: toType)
+            try manager.migrateStore(from: from, to: staging, type: toType)
         } catch {
             bar.finish()
             try? toType.destroy(at: staging)
@@ -82,7 +85,6 @@ struct ConvertCommand: ParsableCommand {
         }
         bar.finish()
         // Counts per entity, checked equal before the destination is put in place.
-        let from = try StoreLocator.open(source, type: fromType, model: model, readOnly: true)
         let to = try toType.open(at: staging, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
         var lines: [String] = []
         var mismatch: [String] = []
@@ -92,7 +94,6 @@ struct ConvertCommand: ParsableCommand {
             lines.append("\(entity.name) \(b)")
             if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
         }
-        try? from.close()
         try? to.close()
         guard mismatch.isEmpty else {
             try? toType.destroy(at: staging)
@@ -118,7 +119,7 @@ struct ValidateCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: true)
+        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
         var failures = 0
         for entity in opened.model.entityDescriptions where !entity.isAbstract {

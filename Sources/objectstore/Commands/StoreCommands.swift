@@ -78,7 +78,7 @@ struct ExportCommand: ParsableCommand {
         do { predicate = try self.predicate.map { try ObjectPredicate($0) } } catch let error as PredicateSyntaxError {
             throw ValidationError("--where: \(error)")
         }
-        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: true)
+        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
         let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate)
         if let output {

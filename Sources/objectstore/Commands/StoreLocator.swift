@@ -112,4 +112,17 @@ enum StoreLocator {
     static func open(_ path: String, type: any StoreType, model: ManagedObjectModel, readOnly: Bool) throws -> any PersistentStore {
         try type.open(at: URL(filePath: path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false))
     }
+
+    /// A snapshot of an existing store: every read of one command (an export, a validation,
+    /// a count) sees one moment of it, whatever another process writes meanwhile.
+    static func snapshot(_ path: String, type: any StoreType, model: ManagedObjectModel) throws -> any PersistentStore {
+        let store = try open(path, type: type, model: model, readOnly: true)
+        defer { try? store.close() }
+        return try store.snapshot()
+    }
+
+    /// A snapshot of an existing store, with the model `selection` gives.
+    static func snapshot(_ path: String, type: any StoreType, selection: ModelSelection) throws -> any PersistentStore {
+        try snapshot(path, type: type, model: try model(for: path, type: type, selection: selection).model)
+    }
 }
