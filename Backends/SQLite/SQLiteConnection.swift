@@ -197,7 +197,9 @@ struct Statement {
         case SQLITE_TEXT:
             let count = Int(sqlite3_column_bytes(handle, index))
             guard let pointer = sqlite3_column_text(handle, index) else { return .text("") }
-            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+            let bytes = UnsafeBufferPointer(start: pointer, count: count)
+            // Text that is not UTF-8 is given as its bytes: never "repaired" into other characters.
+            return String(validating: bytes, as: UTF8.self).map(SQLValue.text) ?? .blob(Data(bytes))
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(handle, index))
             guard count > 0, let pointer = sqlite3_column_blob(handle, index) else { return .blob(Data()) }

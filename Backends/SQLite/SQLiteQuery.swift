@@ -56,7 +56,13 @@ struct SQLiteQuery {
             case .decimal, .double, .float, .transformable, .undefined, .objectID, .uri: return nil
             default: break
             }
-            terms.append("t.\(quote(column)) \(descriptor.ascending ? "ASC" : "DESC")")
+            let direction = descriptor.ascending ? "ASC" : "DESC"
+            if type == .date {
+                // As the evaluator orders dates: nil, then NaN (kept as text), then the others.
+                let c = "t.\(quote(column))"
+                terms.append("(CASE WHEN \(c) IS NULL THEN 0 WHEN typeof(\(c)) = 'text' THEN 1 ELSE 2 END) \(direction)")
+            }
+            terms.append("\(Self.numeric("t.\(quote(column))", type)) \(direction)")
         }
         terms.append("t.Z_PK")
         return terms.joined(separator: ", ")
@@ -103,11 +109,23 @@ struct SQLiteQuery {
         }
     }
 
+    /// A stored Double, Float or Date as the number it is: -0.0 is kept as an 8-byte blob
+    /// (`SQLiteValues`), which SQL would order after every number; numerically it is 0.
+    static func numeric(_ column: String, _ type: AttributeType) -> String {
+        guard type == .double || type == .float || type == .date else { return column }
+        return "(CASE WHEN typeof(\(column)) = 'blob' THEN 0.0 ELSE \(column) END)"
+    }
+
     private func comparison(_ c: Comparison, _ arguments: inout [SQLValue]) -> String? {
         guard c.quantifier == .direct, case .keyPath(let path) = c.lhs, let (name, type) = column(path) else { return nil }
-        let column = "t.\(quote(name))"
+        let column = Self.numeric("t.\(quote(name))", type)
         func bind(_ value: Value) -> String {
-            arguments.append(SQLiteValues.sql(value))
+            switch value {
+            // A zero to compare with is 0.0, whatever its sign (as the expression above reads it).
+            case .double(let d) where d == 0: arguments.append(.real(0))
+            case .date(let d) where d.timeIntervalSinceReferenceDate == 0: arguments.append(.real(0))
+            default: arguments.append(SQLiteValues.sql(value))
+            }
             return "?\(arguments.count)"
         }
         // String comparisons with options, LIKE and MATCHES: the evaluator's own code, as an SQL function.
@@ -119,7 +137,7 @@ struct SQLiteQuery {
         }
         guard c.options.isEmpty else { return nil }
         // NaN is stored as text; keep it out of ordering comparisons, where SQL would sort it after numbers.
-        let numeric = (type == .double || type == .float) ? " AND typeof(\(column)) != 'text'" : ""
+        let numeric = (type == .double || type == .float || type == .date) ? " AND typeof(\(column)) != 'text'" : ""
         switch (c.op, c.rhs) {
         case (.equal, .constant(nil)): return "\(column) IS NULL"
         case (.notEqual, .constant(nil)): return "\(column) IS NOT NULL"

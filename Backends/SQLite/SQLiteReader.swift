@@ -142,7 +142,8 @@ final class SQLiteReader {
         record.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
             let value = try SQLiteValues.value(row.column(attribute.column), as: attribute.type,
-                                               at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)")
+                                               at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)",
+                                               in: connection.path)
             if let value { record.attributes[attribute.name] = value }
         }
         for relationship in plan.toOne {

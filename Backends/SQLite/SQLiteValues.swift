@@ -9,12 +9,11 @@ enum SQLiteValues {
         switch value {
         case .integer(let v): return .integer(v)
         case .boolean(let v): return .integer(v ? 1 : 0)
-        // SQLite stores a bound NaN as NULL, so NaN is kept as text.
-        case .double(let v): return v.isNaN ? .text("NaN") : .real(v)
+        case .double(let v): return real(v)
         case .decimal(let v): return .text(v.description)
         case .string(let v): return .text(v)
         case .uri(let v): return .text(v.absoluteString)
-        case .date(let v): return .real(v.timeIntervalSinceReferenceDate)
+        case .date(let v): return real(v.timeIntervalSinceReferenceDate)
         case .data(let v): return .blob(v)
         case .uuid(let v): return .blob(withUnsafeBytes(of: v.uuid) { Data($0) })
         }
@@ -24,7 +23,7 @@ enum SQLiteValues {
     /// nil for NULL.
     /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a value that is not one of
     ///   `type` in any of those forms (a value is never read as nil because it is unreadable).
-    static func value(_ sql: SQLValue, as type: AttributeType, at place: @autoclosure () -> String) throws -> Value? {
+    static func value(_ sql: SQLValue, as type: AttributeType, at place: @autoclosure () -> String, in file: String) throws -> Value? {
         if let value = value(sql, as: type) { return value }
         if case .null = sql { return nil }
         let shown: String = switch sql {
@@ -34,28 +33,50 @@ enum SQLiteValues {
         case .blob(let b): "a \(b.count)-byte blob"
         case .null: "NULL"
         }
-        throw StoreError(.corrupt, "\(place()) holds \(shown), which is not a valid \(type.modelName)")
+        throw StoreError(.corrupt, "\(place()) holds \(shown), which is not a valid \(type.modelName)", url: URL(filePath: file))
     }
 
+    /// A double as a column keeps it bit for bit. SQLite stores a bound NaN as NULL, so NaN
+    /// is the text `NaN`; a REAL column stores -0.0 as the integer 0 (and turns numeric text
+    /// back into a number), so -0.0 is its 8 bytes, big-endian, as a blob.
+    private static func real(_ v: Double) -> SQLValue {
+        if v.isNaN { return .text("NaN") }
+        if v == 0 && v.sign == .minus { return .blob(withUnsafeBytes(of: v.bitPattern.bigEndian) { Data($0) }) }
+        return .real(v)
+    }
+
+    /// What ``real(_:)`` wrote as a blob.
+    private static func real(_ blob: Data) -> Double? {
+        guard blob.count == 8 else { return nil }
+        return Double(bitPattern: blob.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+    }
+
+    /// The value in one of the forms `type` may take in a column; nil for any other. Nothing
+    /// is rounded or reinterpreted: 183.6 is no Integer, 2 no Boolean, 70000 no Integer 16.
     private static func value(_ sql: SQLValue, as type: AttributeType) -> Value? {
         switch (type, sql) {
         case (_, .null): return nil
-        case (.integer16, .integer(let v)), (.integer32, .integer(let v)), (.integer64, .integer(let v)): return .integer(v)
+        case (.integer16, .integer(let v)), (.integer32, .integer(let v)), (.integer64, .integer(let v)):
+            return type.integerRange!.contains(v) ? .integer(v) : nil
         case (.integer16, .real(let v)), (.integer32, .real(let v)), (.integer64, .real(let v)):
-            return Int64(exactly: v.rounded()).map(Value.integer)
-        case (.boolean, .integer(let v)): return .boolean(v != 0)
-        case (.boolean, .real(let v)): return .boolean(v != 0)
+            guard let exact = Int64(exactly: v), type.integerRange!.contains(exact) else { return nil }
+            return .integer(exact)
+        case (.boolean, .integer(let v)) where v == 0 || v == 1: return .boolean(v == 1)
+        case (.boolean, .real(let v)) where v == 0 || v == 1: return .boolean(v == 1)
         case (.double, .real(let v)), (.float, .real(let v)): return .double(v)
         case (.double, .integer(let v)), (.float, .integer(let v)): return .double(Double(v))
         case (.double, .text(let t)), (.float, .text(let t)): return ValueText.double(t).map(Value.double)
-        case (.decimal, .text(let t)): return Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal)
+        case (.double, .blob(let b)), (.float, .blob(let b)): return real(b).map(Value.double)
+        case (.date, .blob(let b)): return real(b).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+        case (.decimal, .text(let t)): return ValueText.decimal(t).map(Value.decimal)
         case (.decimal, .real(let v)): return ValueText.decimal(v).map(Value.decimal)
         case (.decimal, .integer(let v)): return .decimal(Decimal(v))
         case (.string, .text(let t)): return .string(t)
-        case (.string, .blob(let b)): return .string(String(decoding: b, as: UTF8.self))
-        case (.uri, .text(let t)): return URL(string: t).map(Value.uri)
+        case (.string, .blob(let b)): return String(validating: b, as: UTF8.self).map(Value.string)
+        case (.uri, .text(let t)): return ValueText.uri(t).map(Value.uri)
         case (.date, .real(let v)): return .date(Date(timeIntervalSinceReferenceDate: v))
         case (.date, .integer(let v)): return .date(Date(timeIntervalSinceReferenceDate: Double(v)))
+        case (.date, .text(let t)): return ValueText.double(t).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
         case (.binaryData, .blob(let b)), (.transformable, .blob(let b)): return .data(b)
         case (.binaryData, .text(let t)), (.transformable, .text(let t)): return .data(Data(t.utf8))
         case (.uuid, .blob(let b)) where b.count == 16:

@@ -18,6 +18,17 @@ extension StoreConformance {
         "uri == 'https://example.com/a?b=c#d'", "name IN {'sample', 'max', 'nope'}", "name IN {}", "NOT name IN {'max'}",
         "i16 IN {-12, 32767}", "double IN {0.5, 3.141592653589793}", "(i64 > 0 AND flag == YES) OR string == ''",
         "NOT (double > 0)", "i32 BETWEEN {-5, 200000}", "payload != nil", "name == nil", "TRUEPREDICATE", "FALSEPREDICATE",
+        "double == 0", "double == -0.0", "double < 0.5", "double >= 0", "float <= 0", "date == '2001-01-01T00:00:00Z'",
+        "date < '2001-01-01T00:00:01Z'",
+    ]
+
+    /// Predicates whose constant is a value of the attribute's own type (not text to convert), so a
+    /// backend that translates comparisons may run them itself.
+    static let typedValuePredicates: [ObjectPredicate] = [
+        .compare("date", .greaterThan, .date(Date(timeIntervalSinceReferenceDate: 6e8))),
+        .compare("date", .lessThan, .date(Date(timeIntervalSinceReferenceDate: 1))),
+        .compare("date", .equal, .date(Date(timeIntervalSinceReferenceDate: -0.0))),
+        .compare("double", .lessThanOrEqual, .double(-0.0)),
     ]
 
     /// Sort keys over every sortable attribute type.
@@ -31,15 +42,20 @@ extension StoreConformance {
     func referenceAnswers(_ scope: Scope) throws {
         let store = try scope.openStore()
         var records: [ObjectRecord] = []
-        for values in Self.extremeValues + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
+        // Signed zeros: equal to zero, and ordered with it, however a backend stores them.
+        let zeros: [[String: Value]] = [
+            ["name": .string("negative zero"), "double": .double(-0.0), "float": .double(-0.0), "date": .date(Date(timeIntervalSinceReferenceDate: -0.0))],
+            ["name": .string("zero"), "double": .double(0), "float": .double(0), "date": .date(Date(timeIntervalSinceReferenceDate: 0))],
+        ]
+        for values in Self.extremeValues + zeros + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
             let key = ObjectKey("Item", try store.allocatePrimaryKeys(entity: "Item", count: 1).lowerBound)
             records.append(ObjectRecord(key: key, attributes: values))
         }
         try store.save(ChangeSet(inserted: records))
         let all = try store.fetch(FetchRequest(entity: "Item"))
         #expect(all.count == records.count)
-        for format in Self.typedPredicates {
-            let predicate = try ObjectPredicate(format)
+        for (format, predicate) in try Self.typedPredicates.map({ ($0, try ObjectPredicate($0)) })
+            + Self.typedValuePredicates.map({ ("\($0)", $0) }) {
             let expected = try all.filter { try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: $0, store: store)) }.map(\.key)
             #expect(try store.fetch(FetchRequest(entity: "Item", predicate: predicate)).map(\.key) == expected, "\(format)")
             #expect(try store.count(FetchRequest(entity: "Item", predicate: predicate)) == expected.count, "count \(format)")

@@ -11,16 +11,16 @@ import Foundation
 /// precision comes back unchanged (a `Double` of seconds since 2001 resolves
 /// far finer than a millisecond for any year a calendar here can hold).
 ///
-/// Dates outside the years 0000–9999, and non-finite ones, are written as
-/// their seconds since 2001 (`-1.5e+14`, `nan`), which ``parse(_:)`` also reads.
+/// Dates outside the years 0000–9999, non-finite ones and -0.0 are written as
+/// their seconds since 2001 (`-1.5e+14`, `nan`, `-0.0`), which ``parse(_:)`` also reads.
 enum DateText {
     /// Seconds from 1970-01-01 to 2001-01-01.
     private static let referenceOffset: Int64 = 978_307_200
 
     static func format(_ date: Date) -> String {
         let t = date.timeIntervalSinceReferenceDate
-        // Beyond ±10^11 seconds lies no year 0000–9999.
-        guard t.isFinite, abs(t) < 1e12, let (whole, fraction) = split(t) else { return ValueText.double(t) }
+        // Beyond ±10^11 seconds lies no year 0000–9999; -0.0 has no calendar text of its own.
+        guard t.isFinite, abs(t) < 1e12, !(t == 0 && t.sign == .minus), let (whole, fraction) = split(t) else { return ValueText.double(t) }
         let unix = whole + referenceOffset
         let days = floorDiv(unix, 86_400)
         let secondOfDay = unix - days * 86_400

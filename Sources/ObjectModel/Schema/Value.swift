@@ -126,11 +126,12 @@ extension AttributeType {
                 return .integer(v)
             }
             return nil
-        case .double, .float:
-            guard let v = ValueText.double(trimmed) else { return nil }
-            return self == .float ? .double(Double(Float(v))) : .double(v)
+        case .double:
+            return ValueText.double(trimmed).map(Value.double)
+        case .float:
+            return ValueText.float(trimmed).map(Value.double)
         case .decimal:
-            return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal)
+            return ValueText.decimal(trimmed).map(Value.decimal)
         case .string:
             return .string(text)
         case .boolean:
@@ -146,7 +147,7 @@ extension AttributeType {
         case .uuid:
             return UUID(uuidString: trimmed).map(Value.uuid)
         case .uri:
-            return URL(string: trimmed).map(Value.uri)
+            return ValueText.uri(trimmed).map(Value.uri)
         case .undefined, .objectID:
             return nil
         }
@@ -190,11 +191,51 @@ public enum ValueText {
         DateText.parse(text)
     }
 
+    /// Parses decimal notation exactly (`-12.50`, `1e-7`, `.5`), or returns nil: for text
+    /// that is not one decimal number as a whole (`12abc`, `1.2.3`, `0x10`, `1_000`), and
+    /// for numbers a `Decimal` cannot hold without rounding (more than 38 significant
+    /// digits, or an exponent beyond its range). Never a prefix of the text.
+    public static func decimal(_ text: String) -> Decimal? {
+        let bytes = Array(text.utf8)
+        var i = 0
+        if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+        var significand: [UInt8] = []
+        var pointSeen = false
+        var anyDigit = false
+        while i < bytes.count {
+            let byte = bytes[i]
+            if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                significand.append(byte)
+                anyDigit = true
+            } else if byte == UInt8(ascii: "."), !pointSeen {
+                pointSeen = true
+            } else {
+                break
+            }
+            i += 1
+        }
+        guard anyDigit else { return nil }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            let start = i
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            guard i > start, i - start <= 4 else { return nil }
+        }
+        guard i == bytes.count else { return nil }
+        // Significant digits: without leading and trailing zeros.
+        let digits = significand.drop { $0 == UInt8(ascii: "0") }.reversed().drop { $0 == UInt8(ascii: "0") }
+        guard digits.count <= 38, let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !value.isNaN else { return nil }
+        // A value the exponent range cannot hold comes back as something else: check it reads back.
+        if !digits.isEmpty, value.isZero { return nil }
+        return value
+    }
+
     /// The decimal a double's shortest round-tripping text names (`19.99`, not the binary
     /// expansion `19.98999999999999488` that `Decimal(Double)` gives), or nil when not finite.
     public static func decimal(_ v: Double) -> Decimal? {
         guard v.isFinite else { return nil }
-        return Decimal(string: String(v), locale: Locale(identifier: "en_US_POSIX"))
+        return decimal(String(v))
     }
 
     /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.
@@ -204,13 +245,33 @@ public enum ValueText {
         return String(v)
     }
 
-    /// Parses what ``double(_:)-swift.type.method`` writes, and plain decimal notation.
+    /// Parses what ``double(_:)-swift.type.method`` writes, and plain decimal notation,
+    /// rounded once to the nearest double. A finite number too large for a double is
+    /// refused (nil), not made infinite.
     public static func double(_ text: String) -> Double? {
         switch text.lowercased() {
         case "nan": return .nan
-        case "inf", "+inf", "infinity": return .infinity
+        case "inf", "+inf", "infinity", "+infinity": return .infinity
         case "-inf", "-infinity": return -.infinity
-        default: return Double(text)
+        default:
+            guard let first = text.utf8.first, first != UInt8(ascii: "n"), first != UInt8(ascii: "i"),
+                  let v = Double(text), v.isFinite else { return nil }
+            return v
         }
+    }
+
+    /// Like ``double(_:)-swift.type.method``, rounded once to the nearest `Float` (given
+    /// back as the `Double` holding it). A finite number too large for a `Float` is refused.
+    public static func float(_ text: String) -> Double? {
+        guard let wide = double(text) else { return nil }
+        guard wide.isFinite else { return wide }
+        guard let narrow = Float(text), narrow.isFinite else { return nil }
+        return Double(narrow)
+    }
+
+    /// Parses a URI as written: text that is not a valid URI as it stands (a space, a
+    /// character that must be percent-encoded) is refused, never encoded on the way in.
+    public static func uri(_ text: String) -> URL? {
+        URL(string: text, encodingInvalidCharacters: false)
     }
 }

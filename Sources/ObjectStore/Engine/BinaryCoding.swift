@@ -134,7 +134,7 @@ public struct BinaryReader {
         case 2: return .double(Double(bitPattern: try fixed()))
         case 3:
             let text = try string()
-            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("bad decimal \(text)", at: at) }
+            guard let d = ValueText.decimal(text) else { throw corrupt("bad decimal \(text)", at: at) }
             return .decimal(d)
         case 4: return .string(try string())
         case 5: return .boolean(false)
@@ -146,7 +146,7 @@ public struct BinaryReader {
             return .uuid(raw.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
         case 10:
             let text = try string()
-            guard let url = URL(string: text) else { throw corrupt("bad URI \(text)", at: at) }
+            guard let url = ValueText.uri(text) else { throw corrupt("bad URI \(text)", at: at) }
             return .uri(url)
         case let tag: throw corrupt("unknown value tag \(tag)", at: at)
         }

@@ -20,11 +20,16 @@ extension RowSource {
     public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a to-one that holds several objects.
     public func record(_ key: ObjectKey, _ row: StoredRow, model: ManagedObjectModel) throws -> ObjectRecord {
         var toOne: [String: ObjectKey] = [:]
         if let entity = model.entity(named: key.entity) {
             for relationship in entity.relationships where !relationship.isToMany {
-                if let target = row.relationships[relationship.name]?.first, try exists(target) { toOne[relationship.name] = target }
+                guard let targets = row.relationships[relationship.name] else { continue }
+                guard targets.count <= 1 else {
+                    throw StoreError(.corrupt, "\(key).\(relationship.name) is a to-one but holds \(targets.count) objects")
+                }
+                if let target = targets.first, try exists(target) { toOne[relationship.name] = target }
             }
         }
         return ObjectRecord(key: key, version: row.version, attributes: row.attributes, toOne: toOne)

@@ -32,7 +32,7 @@ private struct Importer {
         var key = ObjectKey("", 0)
         var attributes: [String: Value] = [:]
         var given: [String: [Int]] = [:]
-        let json: [String: Any]
+        let json: [JSONValue.Member]
     }
 
     var objects: [Object] = []
@@ -48,21 +48,23 @@ private struct Importer {
     }
 
     mutating func run(_ data: Data) throws -> [String: Int] {
-        let root: Any
+        let root: JSONValue
         do {
-            root = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            let (line, column) = SyntaxPosition.of(error, in: data)
-            throw fail("the JSON does not parse" + (line.map { " (line \($0), column \(column ?? 0))" } ?? ""))
+            root = try JSONValue.parse(data)
+        } catch let error as JSONValue.SyntaxError {
+            throw fail("the JSON does not parse: \(error)")
         }
-        guard let document = root as? [String: Any] else { throw fail("the top level must be an object keyed by entity name") }
-        for name in document.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        guard case .object(let entities) = root else { throw fail("the top level must be an object keyed by entity name") }
+        for member in entities.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            let name = member.key
             guard let entity = model.entity(named: name) else { throw fail("unknown entity \(name)") }
             guard !entity.isAbstract else { throw fail("entity \(name) is abstract; list its objects under their concrete entity") }
-            guard let list = document[name] as? [Any] else { throw fail("\(name) must be an array of objects") }
+            guard case .array(let list) = member.value else { throw fail("\(name) must be an array of objects") }
             for (i, item) in list.enumerated() {
-                guard let json = item as? [String: Any] else { throw fail("\(name)[\(i)] is not an object") }
-                guard let id = json["_id"] as? String, !id.isEmpty else { throw fail("\(name)[\(i)] has no \"_id\" string") }
+                guard case .object(let json) = item else { throw fail("\(name)[\(i)] is not an object") }
+                guard let idValue = json.first(where: { $0.key == "_id" })?.value, case .string(let id) = idValue, !id.isEmpty else {
+                    throw fail("\(name)[\(i)] has no \"_id\" string")
+                }
                 guard byID[id] == nil else { throw fail("_id \(String(reflecting: id)) appears twice") }
                 byID[id] = objects.count
                 objects.append(Object(entity: entity, id: id, json: json))
@@ -82,19 +84,23 @@ private struct Importer {
         let object = objects[i]
         let entity = object.entity
         let place = "\(entity.name) \(String(reflecting: object.id))"
-        for (key, raw) in object.json where key != "_id" {
+        for member in object.json where member.key != "_id" {
+            let (key, raw) = (member.key, member.value)
             if let attribute = entity.attributesByName[key], !attribute.isTransient {
                 objects[i].attributes[key] = try Self.value(raw, for: attribute, place: "\(place).\(key)", fail: fail)
             } else if let relationship = entity.relationshipsByName[key], !relationship.isTransient {
                 var names: [String] = []
                 if relationship.isToMany {
-                    guard let list = raw as? [Any], let strings = list as? [String] else {
+                    guard case .array(let list) = raw else {
                         throw fail("\(place).\(key): a to-many relationship takes an array of _id strings")
                     }
-                    names = strings
-                } else if let single = raw as? String {
+                    names = try list.map { item in
+                        guard case .string(let name) = item else { throw fail("\(place).\(key): a to-many relationship takes an array of _id strings") }
+                        return name
+                    }
+                } else if case .string(let single) = raw {
                     names = [single]
-                } else if !(raw is NSNull) {
+                } else if raw != .null {
                     throw fail("\(place).\(key): a to-one relationship takes an _id string or null")
                 }
                 var targets: [Int] = []
@@ -111,7 +117,8 @@ private struct Importer {
                 throw fail("\(place): \(entity.name) has no stored property named \(key)")
             }
         }
-        for attribute in entity.storedAttributes where object.json[attribute.name] == nil {
+        let given = Set(object.json.map(\.key))
+        for attribute in entity.storedAttributes where !given.contains(attribute.name) {
             if let value = attribute.defaultValue { objects[i].attributes[attribute.name] = value }
         }
     }
@@ -204,40 +211,68 @@ private struct Importer {
         }
     }
 
-    /// Converts a JSON value to an attribute value.
-    static func value(_ raw: Any, for attribute: Attribute, place: String, fail: (String) -> StoreError) throws -> Value? {
-        if raw is NSNull { return nil }
+    /// Converts a JSON value to an attribute value: numbers from their text, rounded once
+    /// to the attribute's type, and refused when they do not fit it.
+    static func value(_ raw: JSONValue, for attribute: Attribute, place: String, fail: (String) -> StoreError) throws -> Value? {
         let type = attribute.type
-        func bad() -> StoreError { fail("\(place): \(String(describing: raw).prefix(40)) is not a valid \(type.modelName)") }
-        if let number = raw as? NSNumber, !(raw is String) {
-            let isBool = number.isBoolean
-            switch type {
-            case .boolean:
-                guard isBool else { throw bad() }
-                return .boolean(number.boolValue)
-            case .integer16, .integer32, .integer64:
-                guard !isBool, let v = Int64(exactly: number.doubleValue.rounded()) ?? Int64(number.stringValue),
-                      Double(v) == number.doubleValue || number.stringValue == String(v), type.integerRange!.contains(v) else { throw bad() }
-                return .integer(Int64(number.stringValue) ?? v)
-            case .double, .float:
-                guard !isBool else { throw bad() }
-                return type.coerce(.double(number.doubleValue))
-            case .decimal:
-                guard !isBool, let d = Decimal(string: number.stringValue, locale: Locale(identifier: "en_US_POSIX")) else { throw bad() }
-                return .decimal(d)
-            default: throw bad()
+        func bad(_ why: String = "") -> StoreError {
+            let shown: String = switch raw {
+            case .number(let text), .string(let text): String(reflecting: String(text.prefix(40)))
+            case .bool(let b): String(b)
+            default: raw.kindName
             }
+            return fail("\(place): \(shown) is not a valid \(type.modelName)\(why)")
         }
-        guard let text = raw as? String else { throw bad() }
-        switch type {
-        case .date:
-            guard let date = ValueText.parseDate(text) else { throw bad() }
-            return .date(date)
-        case .double, .float, .decimal, .string, .binaryData, .transformable, .uuid, .uri:
-            guard let value = type.parseValue(text) else { throw bad() }
-            return value
-        default: throw bad()
+        switch raw {
+        case .null:
+            return nil
+        case .bool(let b):
+            guard type == .boolean else { throw bad() }
+            return .boolean(b)
+        case .number(let text):
+            switch type {
+            case .integer16, .integer32, .integer64:
+                // Whole numbers, also in decimal or exponent notation (`3.0`, `1e3`).
+                guard let exact = Int64(text) ?? ValueText.decimal(text).flatMap({ d in d == d.rounded(0) ? Int64(d.description) : nil }) else {
+                    throw bad(" (a whole number in the range of a 64-bit integer)")
+                }
+                guard type.integerRange!.contains(exact) else { throw bad(" (out of range)") }
+                return .integer(exact)
+            case .double:
+                guard let v = ValueText.double(text) else { throw bad(" (too large for a Double)") }
+                return .double(v)
+            case .float:
+                guard let v = ValueText.float(text) else { throw bad(" (too large for a Float)") }
+                return .double(v)
+            case .decimal:
+                guard let d = ValueText.decimal(text) else { throw bad(" (a Decimal holds 38 significant digits)") }
+                return .decimal(d)
+            default:
+                throw bad()
+            }
+        case .string(let text):
+            switch type {
+            case .date:
+                guard let date = ValueText.parseDate(text) else { throw bad() }
+                return .date(date)
+            case .double, .float, .decimal, .string, .binaryData, .transformable, .uuid, .uri:
+                guard let value = type.parseValue(text) else { throw bad() }
+                return value
+            default:
+                throw bad()
+            }
+        case .array, .object:
+            throw bad()
         }
     }
 }
 
+extension Decimal {
+    /// Rounded to `scale` decimal places, half away from zero.
+    func rounded(_ scale: Int) -> Decimal {
+        var value = self
+        var result = Decimal()
+        NSDecimalRound(&result, &value, scale, .plain)
+        return result
+    }
+}

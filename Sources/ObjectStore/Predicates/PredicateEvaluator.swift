@@ -346,7 +346,10 @@ public enum ValueOrdering {
         case (.boolean(let x), .boolean(let y)): return x == y ? 0 : (!x ? -1 : 1)
         case (.string(let x), .string(let y)):
             return x == y ? 0 : (x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1)
-        case (.date(let x), .date(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.date(let x), .date(let y)):
+            let (a, b) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
+            guard !a.isNaN, !b.isNaN else { return nil }
+            return a == b ? 0 : (a < b ? -1 : 1)
         case (.data(let x), .data(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
         case (.uuid(let x), .uuid(let y)):
             return compare(.data(withUnsafeBytes(of: x.uuid) { Data($0) }), .data(withUnsafeBytes(of: y.uuid) { Data($0) }))
@@ -360,7 +363,7 @@ public enum ValueOrdering {
     }
 
     /// A total order for sorting: nil first, then values by ``compare(_:_:)``,
-    /// NaN before other numbers, and unlike kinds by kind.
+    /// NaN before other numbers (and NaN dates before other dates), and unlike kinds by kind.
     public static func total(_ a: Value?, _ b: Value?) -> Int {
         switch (a, b) {
         case (nil, nil): return 0
@@ -368,7 +371,11 @@ public enum ValueOrdering {
         case (_, nil): return 1
         case (let x?, let y?):
             if let c = compare(x, y) { return c }
-            let (nx, ny) = (x.numericValue?.isNaN == true, y.numericValue?.isNaN == true)
+            func isNaN(_ v: Value) -> Bool {
+                if case .date(let d) = v { return d.timeIntervalSinceReferenceDate.isNaN }
+                return v.numericValue?.isNaN == true
+            }
+            let (nx, ny) = (isNaN(x), isNaN(y))
             if nx || ny { return nx == ny ? 0 : (nx ? -1 : 1) }
             let (rx, ry) = (rank(x), rank(y))
             return rx == ry ? 0 : (rx < ry ? -1 : 1)

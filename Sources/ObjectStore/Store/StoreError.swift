@@ -40,8 +40,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let corrupt = Code("corrupt")
         /// A file operation failed.
         public static let io = Code("io")
-        /// The store was opened read-only.
+        /// The store was opened read-only, or its file is read-only.
         public static let readOnly = Code("readOnly")
+        /// Another process is writing the store; try again later.
+        public static let busy = Code("busy")
         /// The store is closed.
         public static let closed = Code("closed")
         /// No store type of that name is registered.

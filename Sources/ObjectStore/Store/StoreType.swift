@@ -9,17 +9,6 @@ import Musl
 import Darwin
 #endif
 
-/// File operations the store types share.
-public enum FileOperations {
-    /// Renames `source` over `destination` in one step (POSIX `rename`), replacing it.
-    public static func rename(_ source: URL, over destination: URL) throws {
-        guard Foundation.rename(source.path, destination.path) == 0 else {
-            let code = errno
-            throw StoreError(.io, "cannot rename \(source.path) to \(destination.path): \(String(cString: strerror(code)))", url: destination)
-        }
-    }
-}
-
 /// A kind of store, and the operations that work on stores that are not open.
 ///
 /// Each backend provides one and registers it with ``StoreTypeRegistry``.
