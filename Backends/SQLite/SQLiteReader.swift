@@ -263,3 +263,41 @@ struct SQLiteSubject: PredicateSubject {
         return .object(target.map { SQLiteSubject(record: $0, reader: reader) })
     }
 }
+
+extension SQLiteReader {
+    /// What reads alone do not see: rows of no concrete entity of their table (they are
+    /// invisible to every fetch), keys that are not positive, foreign keys and join rows
+    /// naming rows that do not exist, and, `deep`, SQLite's own `integrity_check`.
+    func integrityProblems(deep: Bool) throws -> [String] {
+        var problems: [String] = []
+        func add(_ rows: [String], limit: Int = 20) {
+            problems += rows.prefix(limit)
+            if rows.count > limit { problems.append("… and \(rows.count - limit) more like it") }
+        }
+        if deep {
+            let lines = try connection.statement("PRAGMA integrity_check").rows { row -> String in
+                if case .text(let line) = row.column(0) { return line }
+                return "?"
+            }
+            if lines != ["ok"] { add(lines.map { "SQLite integrity_check: \($0)" }) }
+        }
+        for table in schema.tables.values.sorted(by: { $0.name < $1.name }) where !table.name.hasPrefix("Z_") {
+            let concrete = schema.entities.values.filter { $0.table == table.name && model.entity(named: $0.name)?.isAbstract == false }
+            let numbers = concrete.map { String($0.number) }.sorted().joined(separator: ",")
+            add(try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_PK")
+                .rows { "\(table.name) row \($0.int64(0)) has Z_ENT \($0.int64(1)), which is no concrete entity of this table: no fetch sees it" })
+            add(try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK")
+                .rows { "\(table.name) row \($0.int64(0)) has a primary key below 1" })
+        }
+        for entity in schema.entities.values.sorted(by: { $0.number < $1.number }) {
+            guard let description = model.entity(named: entity.name) else { continue }
+            for relationship in description.declaration.relationships where !relationship.isTransient && relationship.isToMany {
+                guard case .join(let table, let own, let other, _, _, let otherTable)? = entity.toMany[relationship.name] else { continue }
+                add(try connection.statement("SELECT j.\(quote(own)), j.\(quote(other)) FROM \(quote(table)) j LEFT JOIN \(quote(otherTable)) t "
+                                             + "ON t.Z_PK = j.\(quote(other)) WHERE t.Z_PK IS NULL")
+                    .rows { "\(table): \(entity.name)/\($0.int64(0)).\(relationship.name) names row \($0.int64(1)) of \(otherTable), which does not exist" })
+            }
+        }
+        return problems
+    }
+}

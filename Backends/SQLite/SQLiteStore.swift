@@ -17,7 +17,7 @@ import Synchronization
 /// SQLiteStore.register()
 /// try coordinator.addStore(type: "sqlite", at: URL(filePath: "app.sqlite"))
 /// ```
-public final class SQLiteStore: PersistentStore {
+public final class SQLiteStore: PersistentStore, IntegrityChecking {
     /// The registered type name, `sqlite`.
     public static let typeName = "sqlite"
     /// The `NSStoreType` Core Data writes for SQLite stores.
@@ -226,6 +226,10 @@ public final class SQLiteStore: PersistentStore {
                 _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
             }
         }
+    }
+
+    public func integrityProblems(deep: Bool) throws -> [String] {
+        try withReader { try $0.integrityProblems(deep: deep) }
     }
 
     private func checkWritable() throws {

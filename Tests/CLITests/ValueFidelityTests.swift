@@ -136,5 +136,16 @@ struct ValueFidelityTests {
         let result = try CLI.run("validate", store)
         #expect(result.status == 1)
         #expect(result.stdout == "Book/1.author is Author/99, which does not exist\n", "\(result.stdout)")
+
+        // Rows no fetch sees (an entity number the table does not hold, a key below 1): reported, not skipped in silence.
+        let again = try RawDatabase(URL(filePath: store), readOnly: false)
+        try again.execute("UPDATE ZBOOK SET ZAUTHOR = 1; INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (50, 99, 1, 'ghost'), (-3, 2, 1, 'negative')")
+        again.close()
+        let rows = try CLI.run("validate", store)
+        #expect(rows.status == 1)
+        #expect(rows.stdout.contains("ZBOOK row 50 has Z_ENT 99, which is no concrete entity of this table"), "\(rows.stdout)")
+        #expect(rows.stdout.contains("ZBOOK row -3 has a primary key below 1"), "\(rows.stdout)")
+        let deep = try CLI.run("validate", store, "--deep")
+        #expect(deep.status == 1 && deep.stdout.contains("ZBOOK row 50"))
     }
 }

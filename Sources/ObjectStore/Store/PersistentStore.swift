@@ -166,3 +166,14 @@ public struct StoreOptions: Sendable, Hashable {
         self.deferredDurability = deferredDurability
     }
 }
+
+/// A store that can check its own files beyond what reading them checks: an optional
+/// capability (`objectstore validate` asks for it).
+///
+/// SQLite reports rows of no entity the model knows, references to rows that do not
+/// exist, and (deep) SQLite's own `integrity_check`; LMDB (deep) walks its pages.
+public protocol IntegrityChecking {
+    /// One line per problem, naming what and where. `deep` adds the checks that read
+    /// every page of the file.
+    func integrityProblems(deep: Bool) throws -> [String]
+}

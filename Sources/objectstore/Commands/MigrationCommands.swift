@@ -107,7 +107,7 @@ struct ConvertCommand: ParsableCommand {
     }
 }
 
-/// `objectstore validate <store> [--model M] [--model-version V]`.
+/// `objectstore validate <store> [--model M] [--model-version V] [--deep]`.
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
@@ -116,12 +116,18 @@ struct ValidateCommand: ParsableCommand {
     @Argument(help: "The store.") var store: String
     @OptionGroup var typeOption: StoreTypeOption
     @OptionGroup var modelSelection: ModelSelection
+    @Flag(name: .long, help: "Also check every page of the file: SQLite's integrity_check, LMDB's page walk.") var deep = false
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
         var failures = 0
+        if let checking = opened as? any IntegrityChecking {
+            let problems = try checking.integrityProblems(deep: deep)
+            for problem in problems { output(problem) }
+            failures += problems.count
+        }
         for entity in opened.model.entityDescriptions where !entity.isAbstract {
             for batch in opened.batches(of: entity.name) {
                 for record in try batch.get() {
