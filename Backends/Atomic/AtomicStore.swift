@@ -10,6 +10,13 @@ import Synchronization
 /// the store and fsyncs the directory: a crash at any point leaves the old file
 /// or the new one, never a torn one. For small documents.
 ///
+/// A store opened for writing holds an exclusive lock (`flock` on `<file>-lock`)
+/// until it is closed, from the read at open to the last save: a second writer,
+/// in this process or another, waits five seconds and then gets a `busy` error,
+/// so no write is ever lost to another. Readers take no lock (every file they can
+/// see is complete). A save keeps the file's permission bits and owner; a file
+/// without write permission for its owner is not opened for writing.
+///
 /// Primary keys are handed out from memory and recorded in the file with the
 /// next save; every key a saved object has ever used is below the recorded
 /// counter, so no stored key is ever reused.
@@ -31,6 +38,8 @@ public final class AtomicStore: RecordTablesStore {
     let fileURL: URL
     let fileSystem: any AtomicFileSystem
     private let state: Mutex<RecordTables?>
+    /// The writer's lock, held from open to close (nil for a read-only store).
+    private let writerLock: FileLock?
     /// Whether the tables changed since the file was last written (key counters
     /// always; everything, with deferred durability).
     private let countersChanged = Mutex(false)
@@ -43,19 +52,35 @@ public final class AtomicStore: RecordTablesStore {
         self.isReadOnly = options.readOnly
         self.fileSystem = fileSystem
         self.deferredDurability = options.deferredDurability && !options.readOnly
-        var tables: RecordTables
-        if FileManager.default.fileExists(atPath: url.path) {
-            tables = try AtomicStoreType.load(url)
-            let compatibility = tables.metadata.compatibility(with: model)
-            guard compatibility.isCompatible else {
-                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                 url: url, compatibility: compatibility)
-            }
-        } else {
-            guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no atomic store", url: url) }
-            tables = RecordTables(metadata: try StoreMetadata(storeType: Self.typeName, model: model))
-            try AtomicStoreType.write(tables, to: url, fileSystem: fileSystem)
+        let exists = FileManager.default.fileExists(atPath: url.path)
+        if !exists, !options.createIfMissing || options.readOnly { throw StoreError(.notFound, "no atomic store", url: url) }
+        if exists, !options.readOnly, let mode = FileOperations.attributes(url)?.mode, mode & 0o200 == 0 {
+            throw StoreError(.readOnly, "the file is read-only (mode \(String(mode, radix: 8))): open it read-only, or make it writable", url: url)
         }
+        // A writer locks the store before it reads it, and keeps the lock until it closes.
+        let lock = options.readOnly ? nil : try FileLock(url: AtomicStoreType.lockURL(url), waiting: 5, what: url)
+        var tables: RecordTables
+        do {
+            // Temporary files of a killed writer: no live writer owns them now that this one holds the lock.
+            if lock != nil {
+                for stale in AtomicStoreType.staleTemporaries(url) { try? FileManager.default.removeItem(at: stale) }
+            }
+            if exists {
+                tables = try AtomicStoreType.load(url)
+                let compatibility = tables.metadata.compatibility(with: model)
+                guard compatibility.isCompatible else {
+                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                     url: url, compatibility: compatibility)
+                }
+            } else {
+                tables = RecordTables(metadata: try StoreMetadata(storeType: Self.typeName, model: model))
+                try AtomicStoreType.write(tables, to: url, fileSystem: fileSystem)
+            }
+        } catch {
+            lock?.release()
+            throw error
+        }
+        writerLock = lock
         identifier = tables.metadata.storeUUID ?? UUID()
         state = Mutex(tables)
     }
@@ -74,10 +99,14 @@ public final class AtomicStore: RecordTablesStore {
     /// (key counters, and with deferred durability every save).
     public func close() throws {
         try state.withLock { tables in
-            if let current = tables, !isReadOnly, countersChanged.withLock({ $0 }) {
+            guard let current = tables else { return }
+            defer {
+                tables = nil
+                writerLock?.release()
+            }
+            if !isReadOnly, countersChanged.withLock({ $0 }) {
                 try AtomicStoreType.write(current, to: fileURL, fileSystem: fileSystem)
             }
-            tables = nil
         }
     }
 

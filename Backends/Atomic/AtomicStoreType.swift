@@ -14,23 +14,52 @@ public struct AtomicStoreType: StoreType {
 
     public var name: String { AtomicStore.typeName }
 
-    /// The store file and the temporary file a save writes first (`<file>-tmp`).
+    /// The store file and its lock file (`<file>-lock`), which a writer holds while the store is open.
     public func fileURLs(for url: URL) -> [URL] {
-        [url, Self.temporaryURL(url)]
+        [url, Self.lockURL(url)]
     }
 
+    static func lockURL(_ url: URL) -> URL {
+        url.deletingLastPathComponent().appending(path: url.lastPathComponent + "-lock")
+    }
+
+    /// A fresh temporary file name beside the store, for one save: `<file>-tmp-<random>`.
     static func temporaryURL(_ url: URL) -> URL {
-        url.deletingLastPathComponent().appending(path: url.lastPathComponent + "-tmp")
+        url.deletingLastPathComponent().appending(path: url.lastPathComponent + "-tmp-" + UUID().uuidString)
+    }
+
+    /// Temporary files of saves that never finished (a killed process): only the writer,
+    /// which holds the lock, may call this.
+    static func staleTemporaries(_ url: URL) -> [URL] {
+        let folder = url.deletingLastPathComponent()
+        let prefix = url.lastPathComponent + "-tmp"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.filter { $0 == prefix || $0.hasPrefix(prefix + "-") }.map { folder.appending(path: $0) }
+    }
+
+    /// Removes the store file, its lock file and any temporary file a killed save left.
+    public func destroy(at given: URL) throws {
+        let url = FileOperations.resolved(given)
+        for file in fileURLs(for: url) + Self.staleTemporaries(url) where FileManager.default.fileExists(atPath: file.path) {
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                throw StoreError(.io, "cannot remove \(file.lastPathComponent)", url: url, cause: error)
+            }
+        }
     }
 
     public func recognizes(header: Data) -> Bool { header.starts(with: AtomicFormat.magic) }
 
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         // The whole file is checked, not just the metadata: a store is readable or it is not.
-        try Self.load(url).metadata
+        try Self.load(FileOperations.resolved(url)).metadata
     }
 
-    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+    public func writeMetadata(_ metadata: StoreMetadata, at given: URL) throws {
+        let url = FileOperations.resolved(given)
+        let lock = try FileLock(url: Self.lockURL(url), waiting: 5, what: url)
+        defer { lock.release() }
         var tables = try Self.load(url)
         tables.metadata = metadata
         try Self.write(tables, to: url, fileSystem: fileSystem)
@@ -38,11 +67,12 @@ public struct AtomicStoreType: StoreType {
 
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "an atomic store needs a file URL") }
-        return try AtomicStore(url: url, model: model, options: options, fileSystem: fileSystem)
+        // Through a link or its real path, one store: saves replace the real file, the link stays.
+        return try AtomicStore(url: FileOperations.resolved(url), model: model, options: options, fileSystem: fileSystem)
     }
 
     static func readFile(_ url: URL) throws -> Data {
-        guard FileManager.default.fileExists(atPath: url.path) else { throw StoreError(.notFound, "no atomic store", url: url) }
+        try FileOperations.checkRegularFile(url, kind: "atomic store")
         do {
             return try Data(contentsOf: url)
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectStore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -29,8 +30,8 @@ public struct FileSystemError: Error, Sendable, CustomStringConvertible {
 /// Every file-system call the atomic writer makes, one function each, so
 /// tests can inject failures (`EIO`, `ENOSPC`) at any step.
 public protocol AtomicFileSystem: Sendable {
-    /// Creates (truncating) a file for writing; returns its descriptor.
-    func createFile(_ path: String) throws -> Int32
+    /// Creates a new file for writing with these permission bits (failing if it exists); returns its descriptor.
+    func createFile(_ path: String, mode: UInt32) throws -> Int32
     /// Writes all of `bytes` to `fd`.
     func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws
     /// Flushes `fd` to stable storage.
@@ -50,9 +51,11 @@ public struct SystemFileSystem: AtomicFileSystem {
     /// Creates the real file system.
     public init() {}
 
-    public func createFile(_ path: String) throws -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    public func createFile(_ path: String, mode: UInt32) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { throw FileSystemError(call: "open", path: path, errno: errno) }
+        // The creation mode passes through the umask: give the file exactly the mode asked for.
+        _ = fchmod(fd, mode_t(mode))
         return fd
     }
 
@@ -93,11 +96,14 @@ public struct SystemFileSystem: AtomicFileSystem {
 }
 
 extension AtomicFileSystem {
-    /// Replaces the file at `path` with `data`: write a temporary file beside it,
-    /// fsync it, rename it over `path`, fsync the directory. A failure at any step
-    /// leaves the old file as it was and removes the temporary file.
+    /// Replaces the file at `path` with `data`: write a temporary file beside it (with
+    /// the old file's permission bits and, where the process may, its owner), fsync it,
+    /// rename it over `path`, fsync the directory. A failure at any step leaves the old
+    /// file as it was and removes the temporary file.
     func replaceAtomically(_ path: String, temporary: String, with data: Data) throws {
-        let fd = try createFile(temporary)
+        let kept = FileOperations.attributes(URL(filePath: path))
+        let fd = try createFile(temporary, mode: kept?.mode ?? 0o644)
+        if let kept { try? FileOperations.apply(kept, to: URL(filePath: temporary)) }
         do {
             try data.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
             try synchronize(fd, path: temporary)

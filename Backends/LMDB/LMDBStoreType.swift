@@ -21,12 +21,13 @@ public struct LMDBStoreType: StoreType {
     }
 
     public func readMetadata(at url: URL) throws -> StoreMetadata {
-        let (environment, metadata) = try Self.openExisting(url, readOnly: true)
+        let (environment, metadata) = try Self.openExisting(FileOperations.resolved(url), readOnly: true)
         environment.close()
         return metadata
     }
 
-    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+    public func writeMetadata(_ metadata: StoreMetadata, at given: URL) throws {
+        let url = FileOperations.resolved(given)
         let (environment, _) = try Self.openExisting(url, readOnly: false)
         defer { environment.close() }
         try Self.mapping(url) {
@@ -36,7 +37,8 @@ public struct LMDBStoreType: StoreType {
 
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "an LMDB store needs a file URL (use the memory type for an anonymous store)") }
-        return try LMDBStore(url: url, model: model, options: options)
+        // Through a link or its real path, one store: one lock file, beside the real file.
+        return try LMDBStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 
     // MARK: Shared helpers
@@ -68,6 +70,7 @@ public struct LMDBStoreType: StoreType {
     /// Checks the two meta pages before LMDB maps the file: LMDB trusts them, and a
     /// file shorter than they claim would fault when mapped, not fail.
     static func checkFile(_ url: URL) throws {
+        try FileOperations.checkRegularFile(url, kind: "LMDB store")
         let data: Data
         do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
             throw StoreError(.notFound, "no LMDB store", url: url)

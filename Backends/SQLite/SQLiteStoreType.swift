@@ -20,24 +20,26 @@ public struct SQLiteStoreType: StoreType {
 
     /// Reads the metadata read-only: the store's files are not changed.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
-        let (connection, metadata) = try Self.openExisting(url, readOnly: true)
+        let (connection, metadata) = try Self.openExisting(FileOperations.resolved(url), readOnly: true)
         connection.close()
         return metadata
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
-        let (connection, _) = try Self.openExisting(url, readOnly: false)
+        let (connection, _) = try Self.openExisting(FileOperations.resolved(url), readOnly: false)
         defer { connection.close() }
         try connection.transaction { try Self.writeMetadata(metadata, to: connection) }
     }
 
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "a SQLite store needs a file URL (use the memory type for an anonymous store)") }
-        return try SQLiteStore(url: url, model: model, options: options)
+        // Through a link or its real path, one store: its -wal and -journal beside the real file.
+        return try SQLiteStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 
     /// Folds the WAL into the main file (`PRAGMA wal_checkpoint(TRUNCATE)`); closing removes the empty WAL.
-    public func checkpoint(at url: URL) throws {
+    public func checkpoint(at given: URL) throws {
+        let url = FileOperations.resolved(given)
         guard FileManager.default.fileExists(atPath: url.path) else { throw StoreError(.notFound, "no SQLite store", url: url) }
         let (connection, _) = try Self.openExisting(url, readOnly: false)
         defer { connection.close() }
@@ -49,11 +51,8 @@ public struct SQLiteStoreType: StoreType {
 
     /// Checks what can be checked before SQLite touches the file: the header and the length.
     static func checkFile(_ url: URL) throws {
-        let attributes: [FileAttributeKey: Any]
-        do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
-            throw StoreError(.notFound, "no SQLite store", url: url)
-        }
-        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        try FileOperations.checkRegularFile(url, kind: "SQLite store")
+        let size = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
         guard let handle = FileHandle(forReadingAtPath: url.path) else { throw StoreError(.io, "cannot read the file", url: url) }
         defer { try? handle.close() }
         let head = (try? handle.read(upToCount: 100)) ?? Data()

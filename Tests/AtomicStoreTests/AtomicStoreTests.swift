@@ -109,7 +109,7 @@ struct AtomicFileTests {
                 #expect(error.message.contains("offset"), "\(name): \(error.message)")
             }
             #expect(try Data(contentsOf: folder.store) == bad, "\(name): the file changed")
-            #expect(folder.files == ["data.store"], "\(name): \(folder.files)")
+            #expect(folder.files == ["data.store", "data.store-lock"], "\(name): \(folder.files)")
         }
     }
 
@@ -128,7 +128,7 @@ struct AtomicFileTests {
         private func check(_ call: String, _ path: String) throws {
             if armed.load(ordering: .relaxed) && call == failing { throw FileSystemError(call: call, path: path, errno: code) }
         }
-        func createFile(_ path: String) throws -> Int32 { try check("open", path); return try real.createFile(path) }
+        func createFile(_ path: String, mode: UInt32) throws -> Int32 { try check("open", path); return try real.createFile(path, mode: mode) }
         func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
             if armed.load(ordering: .relaxed) && failing == "write-half" {
                 try real.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)), path: path)
@@ -163,7 +163,7 @@ struct AtomicFileTests {
             #expect(error.message.contains(String(cString: strerror(code))), "\(error.message)")
         }
         #expect(try Data(contentsOf: folder.store) == before, "the old store changed")
-        #expect(folder.files == ["data.store"], "\(folder.files)")
+        #expect(folder.files == ["data.store", "data.store-lock"], "\(folder.files)")
         #expect(try store.record(for: key) == nil, "the failed save is not visible")
         #expect(try store.count(FetchRequest(entity: "Person")) == 3)
         // Once the disk recovers, the next save works and holds everything.

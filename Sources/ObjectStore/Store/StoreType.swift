@@ -47,7 +47,8 @@ extension StoreType {
 
     public func recognizes(header: Data) -> Bool { false }
 
-    public func destroy(at url: URL) throws {
+    public func destroy(at given: URL) throws {
+        let url = FileOperations.resolved(given)
         for file in fileURLs(for: url) where FileManager.default.fileExists(atPath: file.path) {
             do {
                 try FileManager.default.removeItem(at: file)
@@ -57,7 +58,8 @@ extension StoreType {
         }
     }
 
-    public func replace(at destination: URL, with source: URL) throws {
+    public func replace(at givenDestination: URL, with givenSource: URL) throws {
+        let (destination, source) = (FileOperations.resolved(givenDestination), FileOperations.resolved(givenSource))
         guard storeExists(at: source) else { throw StoreError(.notFound, "no \(name) store to move", url: source) }
         try checkpoint(at: source)
         let sources = fileURLs(for: source)
@@ -116,7 +118,8 @@ public final class StoreTypeRegistry: Sendable {
 
     /// The registered type whose file header `url` starts with, if any.
     public func detectType(at url: URL) -> (any StoreType)? {
-        guard let handle = try? FileHandle(forReadingFrom: url) else { return nil }
+        // Only a regular file is read (opening a FIFO would wait for a writer).
+        guard (try? FileOperations.checkRegularFile(url)) != nil, let handle = try? FileHandle(forReadingFrom: url) else { return nil }
         defer { try? handle.close() }
         guard let header = try? handle.read(upToCount: 4096), !header.isEmpty else { return nil }
         return types.withLock { types in types.keys.sorted().compactMap { types[$0] }.first { $0.recognizes(header: header) } }
