@@ -47,7 +47,7 @@ struct ObjectStoreCommand: ParsableCommand {
     /// Prints one line on stderr and exits with status 1.
     static func fail(_ message: String) -> Never {
         let line = message.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " | ")
-        FileHandle.standardError.write(Data("objectstore: \(line)\n".utf8))
+        printError("objectstore: \(line)\n")
         Foundation.exit(1)
     }
 }
@@ -58,7 +58,12 @@ struct CLIError: Error {
     init(_ message: String) { self.message = message }
 }
 
-/// Writes text to standard output.
+/// Writes text to standard output (a write that fails, to a closed pipe or a full disk, is dropped, never a crash).
 func output(_ text: String) {
-    FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+}
+
+/// Writes text to standard error, the same way.
+func printError(_ text: String) {
+    try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
 }

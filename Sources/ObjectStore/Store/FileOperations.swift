@@ -18,6 +18,23 @@ public enum FileOperations {
         }
     }
 
+    /// Moves `source` to `destination`, which must not exist: never replaces a file another
+    /// process put there meanwhile (a hard link, then the old name removed; where the file
+    /// system has no hard links, a rename after checking).
+    /// - Throws: ``StoreError`` with ``StoreError/Code/alreadyExists`` when `destination` exists.
+    public static func moveNew(_ source: URL, to destination: URL) throws {
+        if link(source.path, destination.path) == 0 {
+            unlink(source.path)
+            return
+        }
+        let code = errno
+        if code == EEXIST { throw StoreError(.alreadyExists, "already exists (another process made it meanwhile)", url: destination) }
+        guard [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV, EMLINK].contains(code), !FileManager.default.fileExists(atPath: destination.path) else {
+            throw StoreError(.io, "cannot move \(source.lastPathComponent) to \(destination.path): \(String(cString: strerror(code)))", url: destination)
+        }
+        try rename(source, over: destination)
+    }
+
     /// `url` with every symbolic link resolved: the file itself when it exists, else its
     /// folder resolved with the name appended. Two spellings of one store resolve alike,
     /// so a store reached through a link and through its real path is one store (one

@@ -35,8 +35,10 @@ public protocol StoreType: Sendable {
     func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore
     /// Removes every file of the store at `url`. This destroys the store's data.
     func destroy(at url: URL) throws
-    /// Moves the whole store at `source` over the store at `destination`,
-    /// leaving no stale sidecar file of the old destination behind.
+    /// Moves the whole store at `source` over the store at `destination`, leaving no
+    /// stale sidecar file of the old destination behind, in an order where every moment
+    /// leaves one whole store (the old or the new); the destination's permission bits
+    /// and owner are kept.
     func replace(at destination: URL, with source: URL) throws
     /// Folds any write-ahead log into the main file (no-op where there is none).
     func checkpoint(at url: URL) throws
@@ -62,11 +64,21 @@ extension StoreType {
         let (destination, source) = (FileOperations.resolved(givenDestination), FileOperations.resolved(givenSource))
         guard storeExists(at: source) else { throw StoreError(.notFound, "no \(name) store to move", url: source) }
         try checkpoint(at: source)
+        // The old store's log folded into its main file first: its sidecars then hold nothing a
+        // main file needs, so removing them before the new main file arrives loses no commit.
+        if storeExists(at: destination) {
+            do {
+                try checkpoint(at: destination)
+            } catch let error as StoreError where error.code == .corrupt {
+                // A damaged store being replaced has nothing to keep.
+            }
+        }
+        let kept = FileOperations.attributes(destination)
         let sources = fileURLs(for: source)
         let destinations = fileURLs(for: destination)
         let fm = FileManager.default
-        // Move the sidecars first and the main file last, so a main file never
-        // sits beside a sidecar that belongs to another store.
+        // Sidecars first and the main file last, so a main file never sits beside a
+        // sidecar that belongs to another store; every moment leaves one whole store.
         for (from, to) in zip(sources, destinations).reversed() {
             do {
                 if fm.fileExists(atPath: from.path) {
@@ -78,6 +90,8 @@ extension StoreType {
                 throw StoreError(.io, "cannot move \(from.lastPathComponent) to \(to.path)", url: destination, cause: error)
             }
         }
+        // The store it replaced keeps who may read it.
+        if let kept { try FileOperations.apply(kept, to: destination) }
     }
 
     public func checkpoint(at url: URL) throws {}

@@ -60,50 +60,54 @@ struct ConvertCommand: ParsableCommand {
     func run() throws {
         let fromType = try StoreLocator.type(for: source, explicit: sourceType)
         try StoreLocator.requireExisting(source, fromType)
-        if URL(filePath: source).standardizedFileURL == URL(filePath: destination).standardizedFileURL {
+        let toType = try StoreLocator.destinationType(for: destination, explicit: type)
+        let sourceURL = FileOperations.resolved(URL(filePath: source))
+        let destinationURL = FileOperations.resolved(URL(filePath: destination))
+        // One store under two spellings (a link, a trailing slash, a hard link): never convert it onto itself.
+        let sourceFiles = Set(fromType.fileURLs(for: sourceURL).map(\.path))
+        if sourceFiles.contains(destinationURL.path)
+            || toType.fileURLs(for: destinationURL).contains(where: { sourceFiles.contains($0.path) })
+            || FileOperations.identity(destinationURL).map({ $0 == FileOperations.identity(sourceURL) }) == true {
             throw CLIError("\(destination): the destination is the source")
         }
-        let toType = try StoreLocator.destinationType(for: destination, explicit: type)
-        let destinationURL = URL(filePath: destination)
-        if toType.storeExists(at: destinationURL) || FileManager.default.fileExists(atPath: destination) {
+        let existing = try? StoreLocator.type(for: destinationURL.path, explicit: nil)
+        if toType.storeExists(at: destinationURL) || FileManager.default.fileExists(atPath: destinationURL.path) {
             guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
-        // Into a temporary store beside the destination, then moved over it: a failure never costs the old destination.
-        let staging = destinationURL.deletingLastPathComponent().appending(path: ".\(destinationURL.lastPathComponent).converting-\(UUID().uuidString)")
+        // Into a staged store beside the destination, then moved over it: a failure never costs the old destination.
+        Staging.sweepAndSay(beside: destinationURL)
+        let staging = try Staging(beside: destinationURL, verb: "converting")
         // One snapshot of the source for the conversion and the counts checked after it.
         let from = try StoreLocator.snapshot(source, type: fromType, model: model)
         defer { try? from.close() }
         let bar = ProgressDisplay()
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { bar.show($0) }
         do {
-            try manager.migrateStore(from: from, to: staging, type: toType)
+            try manager.migrateStore(from: from, to: staging.url, type: toType)
+            bar.finish()
+            // Counts per entity, checked equal before the destination is put in place.
+            let to = try toType.open(at: staging.url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+            var lines: [String] = []
+            var mismatch: [String] = []
+            for entity in model.entityDescriptions where !entity.isAbstract {
+                let request = FetchRequest(entity: entity.name, includesSubentities: false)
+                let (a, b) = (try from.count(request), try to.count(request))
+                lines.append("\(entity.name) \(b)")
+                if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
+            }
+            try? to.close()
+            guard mismatch.isEmpty else {
+                throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
+            }
+            try Staging.install(staging.url, type: toType, at: destinationURL, replacing: force ? existing : nil)
+            staging.finish()
+            output(lines.joined(separator: "\n"))
         } catch {
             bar.finish()
-            try? toType.destroy(at: staging)
+            staging.discard(toType)
             throw error
         }
-        bar.finish()
-        // Counts per entity, checked equal before the destination is put in place.
-        let to = try toType.open(at: staging, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
-        var lines: [String] = []
-        var mismatch: [String] = []
-        for entity in model.entityDescriptions where !entity.isAbstract {
-            let request = FetchRequest(entity: entity.name, includesSubentities: false)
-            let (a, b) = (try from.count(request), try to.count(request))
-            lines.append("\(entity.name) \(b)")
-            if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
-        }
-        try? to.close()
-        guard mismatch.isEmpty else {
-            try? toType.destroy(at: staging)
-            throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
-        }
-        if force, let existing = try? StoreLocator.type(for: destination, explicit: nil), existing.name != toType.name {
-            try existing.destroy(at: destinationURL)
-        }
-        try toType.replace(at: destinationURL, with: staging)
-        output(lines.joined(separator: "\n"))
     }
 }
 
@@ -157,15 +161,15 @@ final class ProgressDisplay: @unchecked Sendable {
                 let width = 30
                 let filled = progress.total == 0 ? width : min(width, progress.completed * width / max(1, progress.total))
                 let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-                FileHandle.standardError.write(Data("\r\(progress.mapping) \(progress.phase.rawValue) [\(bar)] \(progress.completed)/\(progress.total)\u{1B}[K".utf8))
+                printError("\r\(progress.mapping) \(progress.phase.rawValue) [\(bar)] \(progress.completed)/\(progress.total)\u{1B}[K")
             } else if progress.completed == progress.total, last.map({ $0.0 != key.0 || $0.1 != key.1 }) ?? true {
-                FileHandle.standardError.write(Data("\(progress.mapping): \(progress.phase.rawValue) \(progress.completed)/\(progress.total)\n".utf8))
+                printError("\(progress.mapping): \(progress.phase.rawValue) \(progress.completed)/\(progress.total)\n")
                 last = key
             }
         }
     }
 
     func finish() {
-        if terminal { lock.withLock { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
+        if terminal { lock.withLock { printError("\r\u{1B}[K") } }
     }
 }

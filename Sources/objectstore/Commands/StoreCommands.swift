@@ -38,24 +38,41 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let url = URL(filePath: store)
+        let url = FileOperations.resolved(URL(filePath: store))
         let bytes: Data
         do { bytes = try Data(contentsOf: URL(filePath: data)) } catch { throw CLIError("\(data): cannot be read") }
-        let created = !type.storeExists(at: url)
-        let opened: any PersistentStore
-        if created {
-            guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
-            opened = try type.open(at: url, model: model, options: StoreOptions())
-        } else {
-            opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
+        if type.storeExists(at: url) {
+            let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
+            do {
+                let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+                try opened.close()
+                for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
+            } catch {
+                try? opened.close()
+                throw error
+            }
+            return
         }
+        // A new store is filled under a staged name and moved into place only when complete:
+        // a killed import leaves no store, and the next run starts from nothing.
+        guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
+        Staging.sweepAndSay(beside: url)
+        let staging = try Staging(beside: url, verb: "importing")
         do {
-            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
-            try opened.close()
+            let opened = try type.open(at: staging.url, model: model, options: StoreOptions())
+            let counts: [String: Int]
+            do {
+                counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+                try opened.close()
+            } catch {
+                try? opened.close()
+                throw error
+            }
+            try Staging.install(staging.url, type: type, at: url, replacing: nil)
+            staging.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
-            try? opened.close()
-            if created { try? type.destroy(at: url) }
+            staging.discard(type)
             throw error
         }
     }
@@ -81,21 +98,45 @@ struct ExportCommand: ParsableCommand {
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
         let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate)
-        if let output {
-            let temporary = output + ".partial"
-            guard FileManager.default.createFile(atPath: temporary, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: temporary) else { throw CLIError("\(output): cannot be written") }
+        guard let output else {
+            // Writes that fail (a closed pipe, a full disk) are errors, not crashes.
+            try JSONInterchange.export(opened, options: options) { try FileHandle.standardOutput.write(contentsOf: Data($0.utf8)) }
+            return
+        }
+        let target = FileOperations.resolved(URL(filePath: output))   // through a link, to the file it names
+        let storeURL = FileOperations.resolved(URL(filePath: store))
+        if type.fileURLs(for: storeURL).contains(where: { $0.path == target.path })
+            || FileOperations.identity(target).map({ $0 == FileOperations.identity(storeURL) }) == true {
+            throw CLIError("\(output): that is the store being exported; write the export somewhere else")
+        }
+        if FileManager.default.fileExists(atPath: target.path), (try? FileOperations.checkRegularFile(target)) == nil,
+           let handle = FileHandle(forWritingAtPath: target.path) {
+            // A FIFO or a device is written in place, never replaced by a file.
+            defer { try? handle.close() }
             do {
-                try JSONInterchange.export(opened, options: options) { handle.write(Data($0.utf8)) }
-                try handle.close()
-                try FileOperations.rename(URL(filePath: temporary), over: URL(filePath: output))
-            } catch {
-                try? handle.close()
-                try? FileManager.default.removeItem(atPath: temporary)
+                try JSONInterchange.export(opened, options: options) { try handle.write(contentsOf: Data($0.utf8)) }
+            } catch let error as StoreError {
                 throw error
+            } catch {
+                throw CLIError("\(output): cannot be written: \((error as NSError).localizedDescription)")
             }
-        } else {
-            try JSONInterchange.export(opened, options: options) { FileHandle.standardOutput.write(Data($0.utf8)) }
+            return
+        }
+        // A file is written beside its target and renamed over it when complete, with the mode it had.
+        let temporary = target.deletingLastPathComponent().appending(path: ".\(target.lastPathComponent).partial-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
+              let handle = FileHandle(forWritingAtPath: temporary.path) else { throw CLIError("\(output): cannot be written") }
+        do {
+            try JSONInterchange.export(opened, options: options) { try handle.write(contentsOf: Data($0.utf8)) }
+            try handle.synchronize()
+            try handle.close()
+            if let kept = FileOperations.attributes(target) { try FileOperations.apply(kept, to: temporary) }
+            try FileOperations.rename(temporary, over: target)
+        } catch {
+            try? handle.close()
+            try? FileManager.default.removeItem(at: temporary)
+            if let error = error as? StoreError { throw error }
+            throw CLIError("\(output): cannot be written: \((error as NSError).localizedDescription)")
         }
     }
 }

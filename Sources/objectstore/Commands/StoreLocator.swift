@@ -73,6 +73,8 @@ enum StoreLocator {
             return try registry.type(named: explicit)
         }
         if FileManager.default.fileExists(atPath: path) {
+            // A folder, a FIFO, a device, a file this user may not read: said as such.
+            try FileOperations.checkRegularFile(URL(filePath: path), kind: "store")
             if let detected = registry.detectType(at: URL(filePath: path)) { return detected }
             throw CLIError("\(path): not a store of any known type (give --type to say which)")
         }
