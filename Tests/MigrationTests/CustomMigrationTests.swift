@@ -134,6 +134,7 @@ struct CustomMigrationTests {
             ("split('a,b,c', ',', 1)", .string("b")), ("split('a', ',', 3)", nil), ("join('-', 'a', nil, 'b')", .string("a-b")),
             ("trim('  x ')", .string("x")), ("lowercase('AbC')", .string("abc")), ("uppercase('abc')", .string("ABC")),
             ("substring('héllo', 1, 3)", .string("éll")), ("replace('a-b-c', '-', '+')", .string("a+b+c")),
+            ("substring('héllo', 1, 9223372036854775807)", .string("éllo")), ("substring('héllo', 9223372036854775807, 1)", .string("")),
             ("toString(42)", .string("42")), ("toInteger('17')", .integer(17)), ("toDouble('2.5')", .double(2.5)),
             ("toInteger(3.0)", .integer(3)), ("coalesce(nil, nil, 'z')", .string("z")), ("ifNil(nil, 5)", .integer(5)),
             ("toISO8601(fromUnixSeconds(0))", .string("1970-01-01T00:00:00.000Z")),

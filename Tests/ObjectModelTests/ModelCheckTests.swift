@@ -83,4 +83,21 @@ struct ModelCheckTests {
         #expect(model.entity(named: "Car")?.subentities == ["SportCar"])
         #expect(expensive.isKind(of: "Car") && !expensive.isKind(of: "Person"))
     }
+
+    @Test("names start with a letter, and entities do not differ only in case")
+    func names() throws {
+        let error = try #require(throws: ModelError.self) {
+            _ = try ManagedObjectModel {
+                Entity("Person") { Attribute("name", .string) }
+                Entity("PERSON") { Attribute("_hidden", .string) }
+                Entity("_METADATA") { Attribute("x", .string) }
+                Entity("9lives") { Attribute("x", .string) }
+            }
+        }
+        let text = error.problems.joined(separator: "\n")
+        #expect(text.contains("entities Person and PERSON differ only in case"), "\(text)")
+        #expect(text.contains("PERSON._hidden: a name must start with a letter"), "\(text)")
+        #expect(text.contains("entity _METADATA: a name must start with a letter"), "\(text)")
+        #expect(text.contains("entity 9lives: a name must start with a letter"), "\(text)")
+    }
 }

@@ -173,4 +173,24 @@ struct ModelLoadingTests {
         let notModel = try folder.write("<plist></plist>", to: "x.xcdatamodel/contents")
         #expect(throws: ModelError.self) { try ModelLoader.load(at: notModel) }
     }
+
+    @Test("a model file with a byte-order mark loads; one that is not UTF-8 is a syntax error with its position")
+    func encodings() throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "encodings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let xml = #"<?xml version="1.0" encoding="UTF-8"?><model><entity name="Event"><attribute name="t" attributeType="Date"/></entity></model>"#
+        let json = #"{"format": "objectstore-model", "formatVersion": 1, "entities": [{"name": "Event", "attributes": [{"name": "t", "type": "Date"}]}]}"#
+        for (name, text) in [("bom.xml", xml), ("bom.json", json)] {
+            let url = folder.appending(path: name)
+            try (Data([0xEF, 0xBB, 0xBF]) + Data(text.utf8)).write(to: url)
+            #expect(try ModelLoader.loadFile(url).entityNames == ["Event"], "\(name)")
+        }
+        let bad = folder.appending(path: "bad.xml")
+        try (Data(#"<model><entity name="Ev"#.utf8) + Data([0xFF, 0xFE]) + Data(#"ent"/></model>"#.utf8)).write(to: bad)
+        let error = try #require(throws: ModelError.self) { _ = try ModelLoader.loadFile(bad) }
+        #expect(error.code == .syntax)
+        #expect(error.column == 24, "\(error)")
+        #expect(error.problems.first?.contains("not UTF-8") == true)
+    }
 }

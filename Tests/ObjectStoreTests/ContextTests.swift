@@ -65,17 +65,17 @@ struct ContextTests {
 
     func author(_ name: String, in context: ObjectContext? = nil) throws -> ManagedObject {
         let object = try (context ?? self.context).insert("Author")
-        object["name"] = .string(name)
+        try object.set("name", .string(name))
         return object
     }
 
     func book(_ title: String, by author: ManagedObject) throws -> ManagedObject {
         let book = try context.insert("Book")
-        book["title"] = .string(title)
+        try book.set("title", .string(title))
         try book.setObject(author, forKey: "author")
         for i in 1...2 {
             let chapter = try context.insert("Chapter")
-            chapter["title"] = .string("\(title) \(i)")
+            try chapter.set("title", .string("\(title) \(i)"))
             try book.addObject(chapter, forKey: "chapters")
         }
         return book
@@ -88,7 +88,7 @@ struct ContextTests {
     @Test("insert, save, fetch: one object per ID, defaults applied, transients not stored")
     func basics() throws {
         let ada = try author("Ada")
-        ada["draft"] = .string("unsaved notes")
+        try ada.set("draft", .string("unsaved notes"))
         #expect(ada["rating"] == .double(2.5))
         #expect(ada.isInserted && context.hasChanges)
         try context.save()
@@ -105,10 +105,28 @@ struct ContextTests {
         #expect(try other.object(with: ObjectID(store: ada.objectID.storeIdentifier, entity: "Author", primaryKey: 999)) == nil)
     }
 
+    @Test("an object no longer in a context throws when set, never stops the program")
+    func detachedObjects() throws {
+        let kept = try author("Kept")
+        try context.save()
+        let rolledBack = try author("Rolled back")
+        context.rollback()
+        #expect(throws: StoreError.self) { try rolledBack.set("name", .string("again")) }
+        let deleted = try author("Deleted")
+        try context.save()
+        context.delete(deleted)
+        try context.save()
+        #expect(throws: StoreError.self) { try deleted.set("name", .string("again")) }
+        #expect(throws: StoreError.self) { try deleted.setObject(nil, forKey: "agent") }
+        context.reset()
+        #expect(throws: StoreError.self) { try kept.set("age", 3) }
+        #expect(throws: StoreError.self) { try kept.set("shoeSize", 44) }
+    }
+
     @Test("typed and key-based access")
     func access() throws {
         let ada = try author("Ada")
-        ada["age", as: Int.self] = 36
+        try ada.set("age", 36)
         #expect(ada["age"] == .integer(36))
         #expect(ada["age", as: Int16.self] == 36)
         #expect(ada["name", as: String.self] == "Ada")
@@ -160,7 +178,7 @@ struct ContextTests {
 
         let chapters = try (1...3).map { i -> ManagedObject in
             let c = try context.insert("Chapter")
-            c["title"] = .string("c\(i)")
+            try c.set("title", .string("c\(i)"))
             return c
         }
         try b1.setObjects([chapters[2], chapters[0], chapters[1]], forKey: "chapters")
@@ -202,7 +220,7 @@ struct ContextTests {
         #expect(try other.object(with: award.objectID)?.object(forKey: "winner") == nil)
         // Deleting a chapter (nullify by default) takes it out of its book's ordered list.
         let survivor = try context.insert("Author")
-        survivor["name"] = .string("Zed")
+        try survivor.set("name", .string("Zed"))
         let b2 = try book("Two", by: survivor)
         let extra = try context.insert("Chapter")
         try b2.addObject(extra, forKey: "chapters")
@@ -252,20 +270,20 @@ struct ContextTests {
     @Test("validation reports every failure at once, naming object, property and rule")
     func validation() throws {
         let nameless = try context.insert("Author")
-        nameless["age"] = .string("old")
+        try nameless.set("age", .string("old"))
         let short = try author("A")
-        short["age"] = .integer(-1)
+        try short.set("age", .integer(-1))
         let long = try author("Averyveryverylongname1")
-        long["age"] = .integer(200)
+        try long.set("age", .integer(200))
         let lower = try author("lowercase")
         let orphan = try context.insert("Book")
-        orphan["title"] = .string("Orphan")
+        try orphan.set("title", .string("Orphan"))
         let lonely = try context.insert("Chapter")
         try orphan.addObject(lonely, forKey: "chapters")
         let crowded = try book("Crowded", by: lower)
         for i in 0..<3 {
             let c = try context.insert("Chapter")
-            c["title"] = .string("extra \(i)")
+            try c.set("title", .string("extra \(i)"))
             try crowded.addObject(c, forKey: "chapters")
         }
         do {
@@ -286,10 +304,10 @@ struct ContextTests {
         }
         #expect(try count("Author", in: ObjectContext(coordinator: coordinator)) == 0, "nothing was written")
         // Fix everything and the same context saves.
-        nameless["name"] = .string("Nameless"); nameless["age"] = nil
-        short["name"] = .string("Shorty"); short["age"] = .integer(0)
-        long["name"] = .string("Long"); long["age"] = .integer(150)
-        lower["name"] = .string("Lower")
+        try nameless.set("name", .string("Nameless")); try nameless.set("age", nil)
+        try short.set("name", .string("Shorty")); try short.set("age", .integer(0))
+        try long.set("name", .string("Long")); try long.set("age", .integer(150))
+        try lower.set("name", .string("Lower"))
         context.delete(orphan)
         try crowded.setObjects(Array(try crowded.objects(forKey: "chapters").prefix(3)), forKey: "chapters")
         try context.save()
@@ -303,9 +321,9 @@ struct ContextTests {
         let first = ObjectContext(coordinator: coordinator), second = ObjectContext(coordinator: coordinator)
         let a1 = try #require(try first.object(with: ada.objectID))
         let a2 = try #require(try second.object(with: ada.objectID))
-        a2["age"] = .integer(40)
+        try a2.set("age", .integer(40))
         try second.save()
-        a1["age"] = .integer(41)
+        try a1.set("age", .integer(41))
         do {
             try first.save()
             Issue.record("a stale change was saved")
@@ -316,7 +334,7 @@ struct ContextTests {
         first.reset()
         let fresh = try #require(try first.object(with: ada.objectID))
         #expect(fresh["age"] == .integer(40))
-        fresh["age"] = .integer(41)
+        try fresh.set("age", .integer(41))
         try first.save()
         // A delete of a changed object conflicts too.
         second.delete(a2)
@@ -328,7 +346,7 @@ struct ContextTests {
         let ada = try author("Ada"), bob = try author("Bob")
         let b = try book("One", by: ada)
         try context.save()
-        ada["name"] = .string("Changed")
+        try ada.set("name", .string("Changed"))
         try b.setObject(bob, forKey: "author")
         context.delete(bob)
         let newcomer = try author("New")
@@ -351,11 +369,11 @@ struct ContextTests {
     @Test("fetches see unsaved inserts, changes and deletes")
     func pendingChanges() throws {
         let ada = try author("Ada"), bob = try author("Bob"), cy = try author("Cy")
-        ada["age"] = .integer(30); bob["age"] = .integer(40); cy["age"] = .integer(50)
+        try ada.set("age", .integer(30)); try bob.set("age", .integer(40)); try cy.set("age", .integer(50))
         try context.save()
         let dee = try author("Dee")
-        dee["age"] = .integer(45)
-        bob["age"] = .integer(20)
+        try dee.set("age", .integer(45))
+        try bob.set("age", .integer(20))
         context.delete(cy)
         let request = FetchRequest(entity: "Author", predicate: try ObjectPredicate("age > 25"), sortDescriptors: [ObjectSortDescriptor("age", ascending: false)])
         #expect(try context.fetch(request) == [dee, ada])
@@ -422,9 +440,9 @@ struct CoordinatorTests {
         #expect(throws: StoreError.self) { try coordinator.addStore(type: "memory", at: nil, configuration: "Nope") }
         let context = ObjectContext(coordinator: coordinator)
         let award = try context.insert("Award")
-        award["title"] = .string("Prize")
+        try award.set("title", .string("Prize"))
         let ada = try context.insert("Author")
-        ada["name"] = .string("Ada")
+        try ada.set("name", .string("Ada"))
         try context.save()
         #expect(award.objectID.storeIdentifier == archive.identifier)
         #expect(ada.objectID.storeIdentifier == main.identifier)

@@ -89,4 +89,15 @@ struct PredicateParserTests {
             Issue.record("unexpected \(error)")
         }
     }
+
+    @Test("nesting is limited with a syntax error, never a stack overflow")
+    func nesting() throws {
+        let deep = String(repeating: "(", count: 450) + "a == 1" + String(repeating: ")", count: 450)
+        #expect(throws: Never.self) { _ = try ObjectPredicate(deep) }
+        for text in [String(repeating: "(", count: 35_000) + "a == 1" + String(repeating: ")", count: 35_000),
+                     String(repeating: "NOT ", count: 35_000) + "a == 1", "a IN " + String(repeating: "{", count: 35_000)] {
+            let error = try #require(throws: PredicateSyntaxError.self) { _ = try ObjectPredicate(text) }
+            #expect("\(error)".contains("nests deeper than 500 levels"), "\(error)")
+        }
+    }
 }

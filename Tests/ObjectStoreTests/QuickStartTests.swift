@@ -27,10 +27,10 @@ struct QuickStartTests {
         let context = ObjectContext(coordinator: coordinator)
 
         let ada = try context.insert("Person")
-        ada["name"] = .string("Ada")
-        ada["age", as: Int.self] = 36
+        try ada.set("name", .string("Ada"))
+        try ada.set("age", 36)
         let rex = try context.insert("Pet")
-        rex["name"] = .string("Rex")
+        try rex.set("name", .string("Rex"))
         try rex.setObject(ada, forKey: "owner")      // ada's "pets" now holds rex
         try context.save()                           // validates, applies delete rules, writes atomically
 

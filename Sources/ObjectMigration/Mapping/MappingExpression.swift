@@ -144,7 +144,8 @@ public enum MappingFunctions {
             let chars = Array(try string(0)!)
             let start = max(0, try integer(1)!), length = max(0, try integer(2)!)
             guard start < chars.count else { return .string("") }
-            return .string(String(chars[start..<min(chars.count, start + length)]))
+            // No start + length: a length up to Int.max must not overflow.
+            return .string(String(chars[start..<(start + min(length, chars.count - start))]))
         case "replace":
             try arity(3)
             return .string(try string(0)!.replacingOccurrences(of: try string(1)!, with: try string(2)!))
@@ -207,6 +208,9 @@ public enum MappingFunctions {
 struct MappingExpressionParser {
     private let chars: [Character]
     private var i = 0
+    private var depth = 0
+    /// The deepest nesting of calls an expression may have (deeper would exhaust the stack).
+    static let maximumDepth = 500
 
     init(_ text: String) { chars = Array(text) }
 
@@ -224,6 +228,9 @@ struct MappingExpressionParser {
     }
 
     private mutating func parseExpression() throws -> MappingExpression {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else { throw fail("the expression nests deeper than \(Self.maximumDepth) levels") }
         skipSpace()
         guard i < chars.count else { throw fail("expected an expression") }
         let c = chars[i]

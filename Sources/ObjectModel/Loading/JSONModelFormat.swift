@@ -76,6 +76,20 @@ public enum SyntaxPosition {
         return (nil, nil)
     }
 
+    /// The offset of the first byte of `data` that is not part of well-formed UTF-8, or nil.
+    public static func firstInvalidUTF8(in data: Data) -> Int? {
+        var iterator = data.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
+    }
+
     /// The 1-based line and column of byte `offset` in `data`.
     public static func position(ofByte offset: Int, in data: Data) -> (Int, Int) {
         var line = 1

@@ -41,12 +41,14 @@ public enum ModelLoader {
 
     /// Reads one model file, XML (`contents`) or JSON, by its first character.
     public static func loadFile(_ url: URL) throws -> ManagedObjectModel {
-        let data: Data
+        var data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
             throw ModelError(.unreadable, problems: ["cannot be read"], file: url.path)
         }
+        // A UTF-8 byte-order mark (some editors write one) is not part of the document.
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) { data = Data(data.dropFirst(3)) }
         let first = data.first { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d) }
         switch first {
         case UInt8(ascii: "{"): return try JSONModelFormat.decode(data, file: url.path)

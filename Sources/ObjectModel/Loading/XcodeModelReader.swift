@@ -9,6 +9,12 @@ import FoundationXML
 enum XcodeModelReader {
     static func read(_ data: Data, file: String) throws -> ManagedObjectModel {
         guard !data.isEmpty else { throw ModelError(.unreadable, problems: ["the model file is empty"], file: file) }
+        // Foundation's XML parser is given UTF-8 only (what Xcode writes): other bytes are an error here, not its crash.
+        if let offset = SyntaxPosition.firstInvalidUTF8(in: data) {
+            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
+            throw ModelError(.syntax, problems: ["the file is not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16, uppercase: true)))"],
+                             file: file, line: line, column: column)
+        }
         let parser = XMLParser(data: data)
         let delegate = Delegate()
         parser.delegate = delegate

@@ -7,12 +7,23 @@ enum ModelChecker {
     static func problems(entities: [Entity], configurations: [String: [String]]) -> [String] {
         var problems: [String] = []
         var declared: [String: Entity] = [:]
+        var folded: [String: String] = [:]
         for entity in entities {
-            if entity.name.isEmpty { problems.append("an entity has an empty name") }
+            if entity.name.isEmpty {
+                problems.append("an entity has an empty name")
+            } else if !(entity.name.unicodeScalars.first.map { CharacterSet.letters.contains($0) } ?? false) {
+                // As in Core Data; it also keeps entity tables clear of Z_METADATA, Z_PRIMARYKEY, Z_MODELCACHE and join tables.
+                problems.append("entity \(entity.name): a name must start with a letter")
+            }
             if declared[entity.name] != nil {
                 problems.append("entity \(entity.name) is declared twice")
             } else {
                 declared[entity.name] = entity
+                // Stores name tables by the upper-cased entity name: two names that differ only in case would share one.
+                if let other = folded[entity.name.uppercased()] {
+                    problems.append("entities \(other) and \(entity.name) differ only in case, and a store would give them one table")
+                }
+                folded[entity.name.uppercased()] = entity.name
             }
         }
         if entities.isEmpty { problems.append("the model has no entities") }
@@ -48,7 +59,11 @@ enum ModelChecker {
             }
             var own: Set<String> = []
             for name in propertyNames(entity) {
-                if name.isEmpty { problems.append("\(entity.name): a property has an empty name") }
+                if name.isEmpty {
+                    problems.append("\(entity.name): a property has an empty name")
+                } else if !(name.unicodeScalars.first.map { CharacterSet.letters.contains($0) } ?? false) {
+                    problems.append("\(entity.name).\(name): a name must start with a letter")
+                }
                 if !own.insert(name).inserted {
                     problems.append("\(entity.name).\(name): declared twice")
                 } else if let ancestor = inherited[name] {

@@ -58,25 +58,35 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     // MARK: Attributes
 
-    /// The value of an attribute; setting one marks the object updated.
-    ///
-    /// A value of another type is kept and reported by validation at save.
-    /// Naming an unknown attribute is a programming error and stops the program;
-    /// use ``setValue(_:forKey:)`` to get a thrown error instead.
+    /// The value of an attribute (nil when it has none). Set one with ``set(_:_:)-(String,Value?)``.
     public subscript(key: String) -> Value? {
-        get { state.attributes[key] }
-        set {
-            do { try setAttribute(newValue, forKey: key) } catch { preconditionFailure("\(error)") }
-        }
+        state.attributes[key]
     }
 
     /// Typed access to an attribute: nil when missing or of another type.
     public subscript<T: ValueConvertible>(key: String, as type: T.Type) -> T? {
-        get { state.attributes[key].flatMap(T.init(attributeValue:)) }
-        set { self[key] = newValue?.attributeValue }
+        state.attributes[key].flatMap(T.init(attributeValue:))
     }
 
-    /// Sets an attribute.
+    /// Sets an attribute, marking the object updated; a value of another type is kept and
+    /// reported by validation at save.
+    ///
+    /// ```swift
+    /// try ada.set("name", .string("Ada"))
+    /// ```
+    /// - Throws: ``StoreError``: ``StoreError/Code/invalidChange`` when the entity has no such
+    ///   attribute; ``StoreError/Code/closed`` when the object no longer belongs to a context
+    ///   (after `reset()`, a rolled-back insert or a saved delete).
+    public func set(_ key: String, _ value: Value?) throws {
+        try setAttribute(value, forKey: key)
+    }
+
+    /// Sets an attribute from a Swift value (`try ada.set("age", 36)`); see ``set(_:_:)-(String,Value?)``.
+    public func set<T: ValueConvertible>(_ key: String, _ value: T?) throws {
+        try setAttribute(value?.attributeValue, forKey: key)
+    }
+
+    /// Sets an attribute (what ``set(_:_:)-(String,Value?)`` does).
     /// - Throws: ``StoreError`` with ``StoreError/Code/invalidChange`` when the entity has no such attribute.
     public func setAttribute(_ value: Value?, forKey key: String) throws {
         guard let attribute = entity.attributesByName[key] else {

@@ -36,6 +36,10 @@ struct PredicateParser {
 
     private var tokens: [(Token, Int)] = []
     private var position = 0
+    /// How deep the parentheses, NOTs and lists are nested here.
+    private var depth = 0
+    /// The deepest nesting a predicate may have (deeper would exhaust the stack).
+    static let maximumDepth = 500
     private let source: String
     private var lexError: PredicateSyntaxError?
 
@@ -71,7 +75,14 @@ struct PredicateParser {
         return operands.count == 1 ? operands[0] : .and(operands)
     }
 
+    private mutating func enter() throws {
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw error("the predicate nests deeper than \(Self.maximumDepth) levels") }
+    }
+
     private mutating func parseUnary() throws -> ObjectPredicate {
+        try enter()
+        defer { depth -= 1 }
         if isKeyword("NOT") || current == .symbol("!") {
             advance()
             return .not(try parseUnary())
@@ -156,6 +167,8 @@ struct PredicateParser {
     }
 
     private mutating func parseExpression() throws -> PredicateExpression {
+        try enter()
+        defer { depth -= 1 }
         switch current {
         case .string(let s): advance(); return .constant(.string(s))
         case .number(let v): advance(); return .constant(v)
