@@ -107,7 +107,7 @@ public final class LMDBStore: PersistentStore {
         try write { txn in
             let view = LMDBView(txn: txn, file: fileURL.path)
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            let writes = try view.writes(for: changes, model: model)
+            let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
             for key in writes.deleted { try txn.delete(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) }
             for (key, row) in writes.put {
                 var writer = BinaryWriter()

@@ -67,14 +67,36 @@ public struct LMDBStoreType: StoreType {
         }
     }
 
-    /// Checks the two meta pages before LMDB maps the file: LMDB trusts them, and a
-    /// file shorter than they claim would fault when mapped, not fail.
+    /// Checks the file before LMDB maps it: LMDB trusts its pages, and a damaged one makes
+    /// it read out of bounds (a crash), not fail. The two meta pages are checked, then every
+    /// page the current one reaches (``LMDBPageWalk``). A writer in another process may reuse
+    /// pages while they are walked, so a walk that fails is tried again on the newer state
+    /// while there is one: damage stays where it is, a writer moves on.
     static func checkFile(_ url: URL) throws {
         try FileOperations.checkRegularFile(url, kind: "LMDB store")
-        let data: Data
-        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-            throw StoreError(.notFound, "no LMDB store", url: url)
+        var lastTransaction: UInt64?
+        for _ in 0..<5 {
+            let data: Data
+            do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
+                throw StoreError(.io, "cannot read the file: \((error as NSError).localizedDescription)", url: url, cause: error as NSError)
+            }
+            let (pageSize, meta, transaction, last) = try checkMetaPages(data, url: url)
+            do {
+                var walk = LMDBPageWalk(data: data, pageSize: pageSize, lastPage: last, url: url)
+                try walk.walk(metaOffset: meta * pageSize)
+                return
+            } catch let error as StoreError {
+                if lastTransaction == transaction { throw error }
+                lastTransaction = transaction
+                usleep(10_000)
+            }
         }
+        throw StoreError(.busy, "the store kept changing while it was checked; try again", url: url)
+    }
+
+    /// Checks both meta pages; returns the page size, the current meta page (0 or 1), its
+    /// transaction number and the last page it says is in use.
+    static func checkMetaPages(_ data: Data, url: URL) throws -> (pageSize: Int, meta: Int, transaction: UInt64, last: UInt64) {
         guard data.count >= 152, LMDBStoreType().recognizes(header: data) else {
             throw StoreError(.corrupt, "not an LMDB environment (no LMDB meta page at the start)", url: url)
         }
@@ -85,7 +107,7 @@ public struct LMDBStoreType: StoreType {
         guard data.count >= 2 * pageSize, data.count % pageSize == 0 else {
             throw StoreError(.corrupt, "truncated: \(data.count) bytes is not a whole number of \(pageSize)-byte pages", url: url)
         }
-        var best: (txn: UInt64, last: UInt64)?
+        var best: (page: Int, txn: UInt64, last: UInt64)?
         for page in 0..<2 {
             let base = page * pageSize
             // The page header: the page's own number (8 bytes), padding, then its flags (P_META = 0x08).
@@ -101,13 +123,14 @@ public struct LMDBStoreType: StoreType {
             guard Int(uint32(data, base + 40)) == pageSize else {
                 throw StoreError(.corrupt, "meta page \(page) is damaged: it gives another page size", url: url)
             }
-            let meta = (txn: uint64(data, base + 144), last: uint64(data, base + 136))
+            let meta = (page: page, txn: uint64(data, base + 144), last: uint64(data, base + 136))
             if best == nil || meta.txn > best!.txn { best = meta }
         }
         let pages = UInt64(data.count / pageSize)
         guard let best, best.last < pages else {
             throw StoreError(.corrupt, "truncated: the meta page names page \(best?.last ?? 0), the file holds \(pages) pages", url: url)
         }
+        return (pageSize, best.page, best.txn, best.last)
     }
 
     /// Opens an existing store and reads its metadata; a failed open leaves no lock file it created.

@@ -115,17 +115,18 @@ public struct SQLiteStoreType: StoreType {
         return metadata
     }
 
-    /// Writes the metadata as Core Data does: the store UUID in Z_UUID (never NULL: a metadata
-    /// without one keeps the store's), everything else in Z_PLIST.
+    /// Writes the metadata: the store UUID in Z_UUID, where Core Data keeps it (never NULL: a
+    /// metadata without one keeps the store's), and in Z_PLIST too, where earlier versions of
+    /// this library read it; everything else in Z_PLIST.
     static func writeMetadata(_ metadata: StoreMetadata, to connection: SQLiteConnection) throws {
         var values = metadata.values
-        values[StoreMetadata.Key.storeUUID] = nil
-        let plist = try PropertyListValue.binaryPropertyList(values)
         let existing = try connection.statement("SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { row -> String? in
             if case .text(let text) = row.column(0) { return text }
             return nil
         }.first ?? nil
         let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
+        values[StoreMetadata.Key.storeUUID] = .string(uuid)
+        let plist = try PropertyListValue.binaryPropertyList(values)
         try connection.statement("DELETE FROM Z_METADATA").run()
         try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)").run([.text(uuid), .blob(plist)])
     }

@@ -26,9 +26,14 @@ struct SQLiteWriter {
             let root = schema.entities[model.entity(named: record.key.entity)!.rootName]!.number
             lastKeys[root] = max(lastKeys[root] ?? 0, record.key.primaryKey)
         }
-        for record in changes.inserted {
-            for (name, target) in record.toOne.sorted(by: { $0.key < $1.key }) {
-                try completeToOne(record.key, name, target, given: given, inserted: true)
+        // A bulk insert that does not check references completes nothing: its caller writes both sides.
+        let completing = checkingReferences
+        if completing {
+            for record in changes.inserted {
+                for (name, target) in record.toOne.sorted(by: { $0.key < $1.key }) {
+                    try appendOrder(record.key, name, target, given: given, inserted: true)
+                    try completeToOne(record.key, name, target, given: given, inserted: true)
+                }
             }
         }
         for update in changes.updated { try self.update(update, bumpingVersion: !changes.keepsVersions, given: given) }
@@ -145,7 +150,7 @@ struct SQLiteWriter {
         }
         let columns = try assignments(update.key, description, mapping, attributes: update.attributes, toOne: update.toOne)
         // Moving to the end of an ordered to-many is decided on the foreign key before it changes.
-        for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) { try appendOrder(update.key, name, target, given: given) }
+        for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) { try appendOrder(update.key, name, target, given: given, inserted: false) }
         var values: [SQLValue] = [.integer(update.key.primaryKey), .integer(Int64(mapping.number))] + columns.map(\.1)
         if let expected = update.expectedVersion { values.append(.integer(expected)) }
         let sql = reader.updateStatement(table: mapping.table, columns: columns.map(\.0), checksVersion: update.expectedVersion != nil,
@@ -168,9 +173,10 @@ struct SQLiteWriter {
         return (relationship, inverse)
     }
 
-    /// When `owner.name` (a to-one) moves to a new target whose inverse is an ordered to-many,
-    /// gives `owner` the order number after the target's last member.
-    private func appendOrder(_ owner: ObjectKey, _ name: String, _ target: ObjectKey?, given: [RelationshipSide: [ObjectKey]]) throws {
+    /// When `owner.name` (a to-one) moves to a new target whose inverse is an ordered to-many
+    /// (or is inserted naming one), gives `owner` the order number after the target's last member.
+    private func appendOrder(_ owner: ObjectKey, _ name: String, _ target: ObjectKey?, given: [RelationshipSide: [ObjectKey]],
+                             inserted: Bool) throws {
         guard let (relationship, inverse) = inverseToComplete(owner, name, target, given: given), inverse.isOrdered,
               case .inverseForeignKey(let table, let column, _, let order?)? = schema.entities[relationship.destination]?.toMany[inverse.name]
         else { return }
@@ -178,8 +184,11 @@ struct SQLiteWriter {
             try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = NULL WHERE Z_PK = ?1").run([.integer(owner.primaryKey)])
             return
         }
+        // An update moves the object only if it names another target (decided before its foreign key changes);
+        // an inserted object already names its target.
+        let moved = inserted ? "" : " AND \(quote(column)) IS NOT ?2"
         try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = (SELECT COALESCE(MAX(x.\(quote(order))), 0) + 1 FROM \(quote(table)) x "
-                                 + "WHERE x.\(quote(column)) = ?2) WHERE Z_PK = ?1 AND \(quote(column)) IS NOT ?2")
+                                 + "WHERE x.\(quote(column)) = ?2 AND x.Z_PK != ?1) WHERE Z_PK = ?1\(moved)")
             .run([.integer(owner.primaryKey), .integer(target.primaryKey)])
     }
 
@@ -243,8 +252,13 @@ struct SQLiteWriter {
         case .join(let table, let own, let other, let order, _, _):
             let existing = Set(try connection.statement("SELECT \(quote(other)) FROM \(quote(table)) WHERE \(quote(own)) = ?1").rows([pk]) { $0.int64(0) })
             let wanted = Set(members.map(\.primaryKey))
-            // A relationship that is its own inverse (friends ↔ friends) keeps a row for each direction.
-            let mirrored = model.entity(named: owner.entity)?.relationshipsByName[name]?.inverse == name
+            // A relationship that is its own inverse (Person.friends ↔ Person.friends) keeps a row for each
+            // direction: its inverse reads the very same columns. (Book.links ↔ Tag.links share a name only.)
+            var mirrored = false
+            if let relationship = model.entity(named: owner.entity)?.relationshipsByName[name], relationship.inverse == name,
+               case .join(_, let inverseOwn, let inverseOther, _, _, _)? = schema.entities[relationship.destination]?.toMany[name] {
+                mirrored = inverseOwn == own && inverseOther == other
+            }
             let delete = "DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2"
             for gone in existing.subtracting(wanted) {
                 try connection.statement(delete).run([pk, .integer(gone)])

@@ -50,6 +50,13 @@ extension StoreConformance {
                 }
                 Entity("Car", parent: "Vehicle") {}
                 Entity("Bike", parent: "Vehicle") {}
+                // A many-to-many whose two sides share a name: two relationships, not one that is its own inverse.
+                Entity("Note") {
+                    Relationship("links", to: "Label", inverse: "links", toMany: true)
+                }
+                Entity("Label") {
+                    Relationship("links", to: "Note", inverse: "links", toMany: true)
+                }
             }
         } catch {
             preconditionFailure("the conformance graph model is inconsistent: \(error)")
@@ -122,6 +129,28 @@ extension StoreConformance {
         #expect(try related(bob, "friends") == [ada])
         #expect(try related(cy, "friends") == [ada])
 
+        // Two updates of one object in one change set: the last wins, and no partner keeps a stale member.
+        try save(updated: [ObjectUpdate(key: rex, toOne: ["owner": ada]), ObjectUpdate(key: rex, toOne: ["owner": cy])])
+        #expect(try related(bob, "pets").isEmpty)
+        #expect(try related(ada, "pets").isEmpty)
+        #expect(try related(cy, "pets") == [rex])
+
+        // A many-to-many whose sides share a name, both sides given: nothing but the links given.
+        let n1 = try new("Note"), n2 = try new("Note"), l1 = try new("Label"), l2 = try new("Label")
+        try save(inserted: [ObjectRecord(key: n1, toMany: ["links": [l2]]), ObjectRecord(key: n2), ObjectRecord(key: l1),
+                            ObjectRecord(key: l2, toMany: ["links": [n1]])])
+        #expect(try related(n1, "links") == [l2])
+        #expect(try related(n2, "links").isEmpty)
+        #expect(try related(l1, "links").isEmpty)
+        #expect(try related(l2, "links") == [n1])
+        try save(updated: [ObjectUpdate(key: l1, toMany: ["links": [n1, n2]])])
+        #expect(try related(n1, "links") == [l1, l2])
+        #expect(try related(n2, "links") == [l1])
+        try save(updated: [ObjectUpdate(key: n1, toMany: ["links": []]), ObjectUpdate(key: l1, toMany: ["links": [n2]]),
+                           ObjectUpdate(key: l2, toMany: ["links": []])])
+        #expect(try related(l1, "links") == [n2])
+        #expect(try related(n2, "links") == [l1])
+
         // Ordered to-many: an object a to-one moves in goes last; the order given on the to-many side is kept.
         let mix = try new("Playlist"), other = try new("Playlist")
         try save(inserted: [ObjectRecord(key: mix, toMany: ["tracks": [t3, t1], "featured": [t2, t1]]), ObjectRecord(key: other)])
@@ -132,6 +161,15 @@ extension StoreConformance {
         try save(updated: [ObjectUpdate(key: t3, toOne: ["playlist": other])])
         #expect(try related(mix, "tracks") == [t1, t2])
         #expect(try related(other, "tracks") == [t3])
+        // Inserted and updated objects joining one after another go last in the order they joined.
+        let t4 = try new("Track"), t5 = try new("Track")
+        try save(inserted: [ObjectRecord(key: t5, toOne: ["playlist": other])])
+        try save(updated: [ObjectUpdate(key: t2, toOne: ["playlist": other])])
+        try save(inserted: [ObjectRecord(key: t4, toOne: ["playlist": other])])
+        #expect(try related(other, "tracks") == [t3, t5, t2, t4])
+        try save(updated: [ObjectUpdate(key: t2, toOne: ["playlist": mix])])
+        #expect(try related(mix, "tracks") == [t1, t2])
+        #expect(try related(other, "tracks") == [t3, t5, t4])
         // Ordered many-to-many, from the unordered side.
         #expect(try related(t2, "featuredIn") == [mix])
         try save(updated: [ObjectUpdate(key: t3, toMany: ["featuredIn": [mix]])])

@@ -14,12 +14,24 @@ struct ObjectStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectstore",
         abstract: "Inspect, validate, migrate and convert ObjectStore and Core Data models and stores.",
-        version: "0.1.0",
         subcommands: [
             ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
             DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, ValidateCommand.self,
         ]
     )
+
+    /// The tool's version, printed by `objectstore --version`.
+    static let version = "0.1.0"
+
+    // `--version` is the root command's own flag, not ArgumentParser's built-in one: the built-in
+    // one answers `--version` anywhere on the line, so `import … --version V` (the old spelling
+    // of --model-version) would print the version and exit 0 without importing.
+    @Flag(name: .customLong("version"), help: "Show the tool's version.") var showVersion = false
+
+    func run() throws {
+        guard showVersion else { throw CleanExit.helpRequest(self) }
+        output(Self.version)
+    }
 
     static func main() {
         InMemoryStore.register()

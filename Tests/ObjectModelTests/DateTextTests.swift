@@ -95,6 +95,15 @@ struct DateTextTests {
         #expect(ValueText.parseISO8601(ValueText.iso8601(date)) == date)
     }
 
+    @Test("a number that calendar text could say is refused as a date; the words for infinity are read")
+    func numbersAsDates() {
+        #expect(ValueText.parseDate("20240501") == nil)
+        #expect(ValueText.parseDate("0") == nil)
+        #expect(ValueText.parseDate("-infinity")?.timeIntervalSinceReferenceDate == -.infinity)
+        #expect(ValueText.parseDate("infinity")?.timeIntervalSinceReferenceDate == .infinity)
+        #expect(ValueText.parseDate("-0.0")?.timeIntervalSinceReferenceDate.sign == .minus)
+    }
+
     @Test("malformed dates are refused", arguments: [
         "", "2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-01T24:00:00Z",
         "2024-01-01T00:60:00Z", "2024-01-01T00:00:60Z", "2024-01-01T00:00:00", "2024-01-01T00:00:00.Z",
@@ -105,12 +114,12 @@ struct DateTextTests {
     }
 
     @Test("dates beyond the calendar are written as seconds and read back", arguments: [
-        1e15, -1e15, Double.infinity, -Double.infinity, Double.greatestFiniteMagnitude,
+        1e15, -1e15, Double.infinity, -Double.infinity, Double.greatestFiniteMagnitude, -0.0, Double.leastNonzeroMagnitude, -1e-12, 3e11,
     ])
     func beyondTheCalendar(_ seconds: Double) throws {
         let text = ValueText.iso8601(Date(timeIntervalSinceReferenceDate: seconds))
         #expect(!text.contains("T"))
-        #expect(ValueText.parseDate(text)?.timeIntervalSinceReferenceDate == seconds)
+        #expect(ValueText.parseDate(text)?.timeIntervalSinceReferenceDate.bitPattern == seconds.bitPattern)
         #expect(AttributeType.date.parseValue(text) == .date(Date(timeIntervalSinceReferenceDate: seconds)))
     }
 

@@ -51,8 +51,8 @@ struct SQLiteStoreTests {
         #expect(data.starts(with: Data("bplist00".utf8)))
         let metadata = StoreMetadata(try #require(PropertyListValue.decodeDictionary(data)))
         #expect(metadata.storeType == "SQLite")
-        // The store UUID lives in Z_UUID, as in Core Data's stores, and nowhere else.
-        #expect(metadata.storeUUID == nil)
+        // The store UUID lives in Z_UUID, as in Core Data's stores (and in the plist, for earlier versions).
+        #expect(metadata.storeUUID?.uuidString == plist[0][1])
         #expect(try type.readMetadata(at: url).storeUUID?.uuidString == plist[0][1])
         #expect(metadata[StoreMetadata.Key.versionHashesVersion] == .integer(3))
         #expect(metadata.versionHashes == StoreConformance.model.versionHashes)

@@ -98,6 +98,15 @@ public final class MigrationContext {
     /// Whether the mapping's destination objects keep their source keys.
     func keepsKeys(_ mapping: EntityMapping) -> Bool { keepingKeys.contains(mapping.name) }
 
+    /// Whether every object the migration makes keeps its source object's key (no policy,
+    /// no custom mapping, no second hierarchy moving in): only then may the destination keep
+    /// the source's UUID, for only then does an old object URI still name the same object.
+    var keepsEveryKey: Bool {
+        mappingModel.entityMappings.allSatisfy { m in
+            m.kind == .remove || m.kind == .add || m.destinationEntity == nil || (keepsKeys(m) && m.policyName == nil)
+        }
+    }
+
     private func keptRoot(_ mapping: EntityMapping) -> String? {
         mapping.destinationEntity.flatMap { destinationModel.entity(named: $0)?.rootName }
     }

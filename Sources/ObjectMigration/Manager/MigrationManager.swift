@@ -113,14 +113,15 @@ public final class MigrationManager: Sendable {
             throw MigrationError(.store, "the destination: \(error)", cause: error)
         }
         do {
-            try run(source: source, destination: destination)
+            let keepsIdentity = try run(source: source, destination: destination)
             var metadata = try destination.metadata()
             let sourceMetadata = try source.metadata()
             // The application's own metadata keys travel with the data; the store's own keys
             // (Core Data's `NS…` and `_NS…`, and ours) describe the new store, which writes its own.
             for (key, value) in sourceMetadata.values where !StoreMetadata.isStoreKey(key) { metadata[key] = value }
-            // The store keeps its identity, so object IDs (and their URIs) stay valid.
-            if let uuid = sourceMetadata.storeUUID { metadata[StoreMetadata.Key.storeUUID] = .string(uuid.uuidString) }
+            // The store keeps its identity when every object keeps its key, so object URIs stay valid;
+            // otherwise an old URI could name another object, so the store gets a new UUID.
+            if keepsIdentity, let uuid = sourceMetadata.storeUUID { metadata[StoreMetadata.Key.storeUUID] = .string(uuid.uuidString) }
             try metadata.setModel(destinationModel)
             try destination.setMetadata(metadata)
             try destination.close()
@@ -214,7 +215,8 @@ public final class MigrationManager: Sendable {
         }
     }
 
-    private func run(source: any PersistentStore, destination: any PersistentStore) throws {
+    /// Runs the three phases; returns whether every object kept its key.
+    private func run(source: any PersistentStore, destination: any PersistentStore) throws -> Bool {
         let context = MigrationContext(source: source, destination: destination, mapping: mapping, batchSize: batchSize)
         let mappings = mapping.entityMappings.filter { $0.kind != .remove && $0.kind != .add }
         try context.reserveKeptKeys()
@@ -262,6 +264,7 @@ public final class MigrationManager: Sendable {
                                  phase: .validate, validationFailures: failures)
         }
         for m in mappings { try step(m, .validate, nil) { try policy(m).endEntityMapping(m, context: context) } }
+        return context.keepsEveryKey
     }
 
     private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore) throws -> [ValidationFailure] {

@@ -185,7 +185,9 @@ public enum MappingFunctions {
         case "toISO8601":
             try arity(1)
             guard case .date(let d) = args[0]! else { throw fail("argument 1 must be a date") }
-            return .string(ValueText.iso8601(d))
+            let text = ValueText.iso8601(d)
+            guard text.contains("T") else { throw fail("\(text) seconds since 2001 has no ISO 8601 form (years 0000–9999)") }
+            return .string(text)
         case "fromISO8601":
             try arity(1)
             guard let d = ValueText.parseISO8601(try string(0)!) else { throw fail("\(String(reflecting: try string(0)!)) is not an ISO 8601 date") }

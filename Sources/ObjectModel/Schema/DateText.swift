@@ -11,16 +11,16 @@ import Foundation
 /// precision comes back unchanged (a `Double` of seconds since 2001 resolves
 /// far finer than a millisecond for any year a calendar here can hold).
 ///
-/// Dates outside the years 0000–9999, non-finite ones and -0.0 are written as
-/// their seconds since 2001 (`-1.5e+14`, `nan`, `-0.0`), which ``parse(_:)`` also reads.
+/// Dates outside the years 0000–9999, non-finite ones, -0.0 and those within a
+/// nanosecond of 2001 are written as their seconds since 2001 (`-150000000000000.0`,
+/// `nan`, `-0.0`, `5e-324`), which ``parse(_:)`` also reads.
 enum DateText {
     /// Seconds from 1970-01-01 to 2001-01-01.
     private static let referenceOffset: Int64 = 978_307_200
 
     static func format(_ date: Date) -> String {
         let t = date.timeIntervalSinceReferenceDate
-        // Beyond ±10^11 seconds lies no year 0000–9999; -0.0 has no calendar text of its own.
-        guard t.isFinite, abs(t) < 1e12, !(t == 0 && t.sign == .minus), let (whole, fraction) = split(t) else { return ValueText.double(t) }
+        guard isCalendarTime(t), let (whole, fraction) = split(t) else { return ValueText.double(t) }
         let unix = whole + referenceOffset
         let days = floorDiv(unix, 86_400)
         let secondOfDay = unix - days * 86_400
@@ -32,12 +32,19 @@ enum DateText {
             + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2) + "." + digits + "Z"
     }
 
-    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM|±HH)`, or seconds since 2001 as a number.
+    /// Whether `t` (seconds since 2001) may be written as calendar text: finite, not beyond
+    /// any year 0000–9999 can reach (``format(_:)`` checks the year), not -0.0, and not a
+    /// sliver of a second so small that its digits would run on (under a nanosecond).
+    private static func isCalendarTime(_ t: Double) -> Bool {
+        t.isFinite && abs(t) < 1e12 && !(t == 0 && t.sign == .minus) && (t == 0 || abs(t) >= 1e-9)
+    }
+
+    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM|±HH)`, or seconds since 2001 as a
+    /// number where ``format(_:)`` writes one (a date calendar text cannot hold). A number
+    /// that calendar text could say (`"20240501"`) is refused: it is most likely a mistake.
     static func parse(_ text: String) -> Date? {
         if let date = parseISO(Array(text.utf8)) { return date }
-        guard let first = text.utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") || first == UInt8(ascii: ".")
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) || text.lowercased() == "nan" || text.lowercased().hasSuffix("inf"),
-              let seconds = ValueText.double(text) else { return nil }
+        guard let seconds = ValueText.double(text), !format(Date(timeIntervalSinceReferenceDate: seconds)).contains("T") else { return nil }
         return Date(timeIntervalSinceReferenceDate: seconds)
     }
 

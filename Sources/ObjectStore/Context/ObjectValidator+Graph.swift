@@ -36,9 +36,66 @@ public struct InverseDisagreement: Sendable, Hashable, CustomStringConvertible {
 
 extension ObjectValidator {
     /// Every relationship of a record of `store` that names an object that does not exist,
-    /// or whose inverse side does not name the record back. A store keeps both sides by
-    /// contract; this checks that it did.
+    /// or whose inverse side does not name the record back. For many records, keep one
+    /// ``InverseChecker``: it reads each long to-many once, not once per member.
     public static func inverseDisagreements(of record: ObjectRecord, in store: any PersistentStore) throws -> [InverseDisagreement] {
+        try InverseChecker(store: store).disagreements(of: record)
+    }
+}
+
+/// Checks that a store keeps both sides of its relationships, record after record.
+///
+/// A store keeps both sides by contract; this checks that it did. The members of a
+/// to-many inverse are read once and kept (up to a few million keys in all), so checking
+/// every member of a long to-many against it costs one read of the list, not one each.
+///
+/// ```swift
+/// let checker = InverseChecker(store: snapshot)
+/// for batch in snapshot.batches(of: "Post") { for record in try batch.get() { lines += try checker.disagreements(of: record) } }
+/// ```
+public final class InverseChecker {
+    private let store: any PersistentStore
+    private var members: [RelationshipSide: Set<ObjectKey>] = [:]
+    private var kept = 0
+    private static let budget = 4_000_000
+
+    /// A checker for `store` (a snapshot, so that every read sees one moment).
+    public init(store: any PersistentStore) {
+        self.store = store
+    }
+
+    private var known: Set<ObjectKey> = []
+
+    /// Whether `key` exists; targets found are remembered (within the budget), so one
+    /// target named by many objects is read once.
+    private func exists(_ key: ObjectKey) throws -> Bool {
+        if known.contains(key) { return true }
+        guard try store.record(for: key) != nil else { return false }
+        if known.count >= Self.budget { known = [] }
+        known.insert(key)
+        return true
+    }
+
+    private func inverse(of target: ObjectKey, _ name: String, toMany: Bool) throws -> (contains: (ObjectKey) -> Bool, first: ObjectKey?) {
+        guard toMany else {
+            let keys = try store.relatedKeys(of: target, relationship: name)
+            return ({ keys.contains($0) }, keys.first)
+        }
+        let side = RelationshipSide(target, name)
+        if let set = members[side] { return ({ set.contains($0) }, nil) }
+        let set = Set(try store.relatedKeys(of: target, relationship: name))
+        if kept + set.count > Self.budget {
+            members = [:]
+            kept = 0
+        }
+        members[side] = set
+        kept += set.count
+        return ({ set.contains($0) }, nil)
+    }
+
+    /// The relationships of `record` that name an object that does not exist, or whose
+    /// inverse side does not name the record back.
+    public func disagreements(of record: ObjectRecord) throws -> [InverseDisagreement] {
         guard let entity = store.model.entity(named: record.key.entity) else { return [] }
         var found: [InverseDisagreement] = []
         for relationship in entity.storedRelationships {
@@ -47,18 +104,22 @@ extension ObjectValidator {
                 : record.toOne[relationship.name].map { [$0] } ?? []
             for target in targets {
                 let inverse = relationship.inverse.flatMap { store.model.entity(named: target.entity)?.relationshipsByName[$0] }
-                if !relationship.isToMany, try store.record(for: target) == nil {
+                // A target that names the record back exists; only when it does not is it read whole.
+                var back: (contains: (ObjectKey) -> Bool, first: ObjectKey?)?
+                if let inverseName = relationship.inverse, let inverse {
+                    back = try self.inverse(of: target, inverseName, toMany: inverse.isToMany)
+                    if back!.contains(record.key) { continue }
+                }
+                if !relationship.isToMany, try !exists(target) {
                     found.append(InverseDisagreement(
                         object: record.key, relationship: relationship.name, isToMany: false, target: target,
                         inverse: relationship.inverse ?? "", inverseIsToMany: inverse?.isToMany ?? false, inverseTarget: nil, targetIsMissing: true))
                     continue
                 }
-                guard let inverseName = relationship.inverse, let inverse else { continue }
-                let back = try store.relatedKeys(of: target, relationship: inverseName)
-                guard !back.contains(record.key) else { continue }
+                guard let inverseName = relationship.inverse, let inverse, let back else { continue }
                 found.append(InverseDisagreement(
                     object: record.key, relationship: relationship.name, isToMany: relationship.isToMany, target: target,
-                    inverse: inverseName, inverseIsToMany: inverse.isToMany, inverseTarget: inverse.isToMany ? nil : back.first))
+                    inverse: inverseName, inverseIsToMany: inverse.isToMany, inverseTarget: back.first))
             }
         }
         return found

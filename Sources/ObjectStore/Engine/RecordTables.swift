@@ -92,8 +92,8 @@ public struct RecordTables: Sendable, RowSource {
     }
 
     /// Applies a validated change set, its inverse sides completed.
-    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel) throws {
-        let writes = try writes(for: changes, model: model)
+    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel, completing: Bool = true) throws {
+        let writes = try writes(for: changes, model: model, completing: completing)
         for key in writes.deleted { tables[key.entity]?.remove(key.primaryKey) }
         for (key, row) in writes.put { tables[key.entity, default: RecordTable()].insert(key.primaryKey, row) }
         for (root, last) in writes.lastKeys { lastKey[root] = max(lastKey[root, default: 0], last) }

@@ -53,7 +53,7 @@ extension RecordTablesStore {
     func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try writeTables { tables in
             try tables.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            try tables.apply(changes, model: model)
+            try tables.apply(changes, model: model, completing: checkingReferences)
         }
     }
 

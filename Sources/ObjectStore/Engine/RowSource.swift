@@ -118,9 +118,10 @@ extension RowSource {
     }
 
     /// The rows a validated change set writes: deletions, then every inserted and
-    /// updated row in full, and the rows whose inverse sides the change set moves
-    /// (see ``completeInverses(_:_:_:model:deleted:)``).
-    public func writes(for changes: ChangeSet, model: ManagedObjectModel) throws -> (deleted: [ObjectKey], put: [(ObjectKey, StoredRow)], lastKeys: [String: Int64]) {
+    /// updated row in full, and, when `completing`, the rows whose inverse sides the
+    /// change set moves (see ``completeInverses(_:_:_:model:deleted:)``). A bulk insert
+    /// that does not check references does not complete: its caller writes both sides.
+    public func writes(for changes: ChangeSet, model: ManagedObjectModel, completing: Bool = true) throws -> (deleted: [ObjectKey], put: [(ObjectKey, StoredRow)], lastKeys: [String: Int64]) {
         var rows = PendingRows()
         var lastKeys: [String: Int64] = [:]
         var before: [RelationshipSide: [ObjectKey]] = [:]
@@ -136,12 +137,17 @@ extension RowSource {
                 guard let current = try row(update.key) else { throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist") }
                 rows.put(update.key, current)
             }
-            for name in update.toOne.keys { before[RelationshipSide(update.key, name)] = rows.rows[update.key]!.relationships[name] ?? [] }
-            for name in update.toMany.keys { before[RelationshipSide(update.key, name)] = rows.rows[update.key]!.relationships[name] ?? [] }
+            // What the store held before the change set (a second update of one object does not move it).
+            for name in Array(update.toOne.keys) + Array(update.toMany.keys) where before[RelationshipSide(update.key, name)] == nil {
+                before[RelationshipSide(update.key, name)] = rows.rows[update.key]!.relationships[name] ?? []
+            }
             rows.rows[update.key]!.apply(update, bumpingVersion: !changes.keepsVersions)
         }
-        let deleted = Set(changes.deleted.map(\.key))
-        try completeInverses(changes.givenRelationships, before, &rows, model: model, deleted: deleted)
+        if completing {
+            let deleted = Set(changes.deleted.map(\.key))
+            try completeInverses(changes.givenRelationships, before, &rows, model: model, deleted: deleted)
+            rows.finish()
+        }
         return (changes.deleted.map(\.key), rows.order.map { ($0, rows.rows[$0]!) }, lastKeys)
     }
 
@@ -187,12 +193,15 @@ extension RowSource {
 }
 
 /// The rows one change set writes, in the order they were first changed; the rows
-/// completion only read; membership sets for the to-many sides completion appends to.
+/// completion only read; for each to-many side completion touches, its members as a set,
+/// so that adding or removing many members of one long list costs one pass over it.
 struct PendingRows {
     var rows: [ObjectKey: StoredRow] = [:]
     private(set) var order: [ObjectKey] = []
     private var changed: Set<ObjectKey> = []
     private var members: [RelationshipSide: Set<ObjectKey>] = [:]
+    /// Sides members were removed from: their lists are filtered once, in ``finish()``.
+    private var shrunk: Set<RelationshipSide> = []
 
     /// Adds a row the change set writes.
     mutating func put(_ key: ObjectKey, _ row: StoredRow) {
@@ -209,16 +218,23 @@ struct PendingRows {
         if changed.insert(key).inserted { order.append(key) }
     }
 
+    private mutating func memberSet(_ side: RelationshipSide) -> Set<ObjectKey> {
+        if let set = members[side] { return set }
+        let set = Set(rows[side.key]!.relationships[side.name] ?? [])
+        members[side] = set
+        return set
+    }
+
     mutating func remove(_ key: ObjectKey, from side: RelationshipSide) {
-        members[side]?.remove(key)
-        guard let list = rows[side.key]!.relationships[side.name], list.contains(key) else { return }
-        rows[side.key]!.relationships[side.name] = list.filter { $0 != key }
+        guard memberSet(side).contains(key) else { return }
+        members[side]!.remove(key)
+        shrunk.insert(side)
         markChanged(side.key)
     }
 
     mutating func append(_ key: ObjectKey, to side: RelationshipSide) {
-        if members[side] == nil { members[side] = Set(rows[side.key]!.relationships[side.name] ?? []) }
-        guard members[side]!.insert(key).inserted else { return }
+        guard !memberSet(side).contains(key) else { return }
+        members[side]!.insert(key)
         rows[side.key]!.relationships[side.name, default: []].append(key)
         markChanged(side.key)
     }
@@ -228,8 +244,18 @@ struct PendingRows {
         let before = rows[side.key]!.relationships[side.name]?.first
         guard before != key else { return before }
         rows[side.key]!.relationships[side.name] = [key]
+        members[side] = [key]
         markChanged(side.key)
         return before
+    }
+
+    /// Applies the removals: each shrunk list filtered once, its order kept.
+    mutating func finish() {
+        for side in shrunk {
+            let keep = members[side]!
+            rows[side.key]!.relationships[side.name] = (rows[side.key]!.relationships[side.name] ?? []).filter(keep.contains)
+        }
+        shrunk = []
     }
 }
 

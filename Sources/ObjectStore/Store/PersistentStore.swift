@@ -69,9 +69,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// not inserted yet (a migration inserting both ends of a relationship in
     /// separate batches, keys known in advance); their entities are still checked.
     /// The caller guarantees the objects will exist once it is done. Only to-one
-    /// relationships may be given that way, and the store cannot complete the
-    /// inverse side of a reference to an object that does not exist yet: the
-    /// caller writes that side itself once both exist.
+    /// relationships may be given that way, and the store does not complete the
+    /// inverse sides of such a bulk insert (it could not for objects that do not
+    /// exist yet): the caller writes them itself, as a migration does.
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
     /// A read-only view of the store as it is now, for reads that must agree with each
     /// other (an export, a conversion, a validation, a migration's source): every read

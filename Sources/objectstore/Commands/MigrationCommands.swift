@@ -14,6 +14,12 @@ struct DiffCommand: ParsableCommand {
     @Argument(help: "The destination model.") var modelB: String
     @Option(name: .customLong("model-version-a"), help: "The version of model A, for a bundle.") var versionA: String?
     @Option(name: .customLong("model-version-b"), help: "The version of model B, for a bundle.") var versionB: String?
+    @Option(name: .customLong("version-a"), help: .hidden) var oldVersionA: String?
+    @Option(name: .customLong("version-b"), help: .hidden) var oldVersionB: String?
+
+    func validate() throws {
+        if oldVersionA != nil || oldVersionB != nil { throw ValidationError("--version-a and --version-b are now --model-version-a and --model-version-b") }
+    }
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
     @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
@@ -132,11 +138,12 @@ struct ValidateCommand: ParsableCommand {
             for problem in problems { output(problem) }
             failures += problems.count
         }
+        let graph = InverseChecker(store: opened)
         for entity in opened.model.entityDescriptions where !entity.isAbstract {
             for batch in opened.batches(of: entity.name) {
                 for record in try batch.get() {
                     let problems = try ObjectValidator.failures(of: record, in: opened).map(\.description)
-                        + ObjectValidator.inverseDisagreements(of: record, in: opened).map(\.description)
+                        + graph.disagreements(of: record).map(\.description)
                     for problem in problems { output(problem) }
                     failures += problems.count
                 }

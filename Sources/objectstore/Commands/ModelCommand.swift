@@ -19,6 +19,13 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .customLong("model-version"), help: "The model version to use (default: the bundle's current version).")
     var version: String?
 
+    /// The old spelling of `--model-version`, caught so that it is not read as the tool's own `--version`.
+    @Option(name: .customLong("version"), help: .hidden) var oldVersionOption: String?
+
+    func validate() throws {
+        if oldVersionOption != nil { throw ValidationError(ModelSelection.renamed) }
+    }
+
     func load() throws -> ManagedObjectModel {
         try ModelLoader.loadModel(at: URL(filePath: model), version: version)
     }

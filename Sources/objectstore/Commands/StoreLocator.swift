@@ -21,9 +21,15 @@ struct ModelSelection: ParsableArguments {
         discussion: "Default: for an existing store, the version whose entity hashes match the store's; for a new store, the bundle's current version."))
     var modelVersion: String?
 
+    /// The old spelling of `--model-version`, caught so that it is not read as the tool's own `--version`.
+    @Option(name: .customLong("version"), help: .hidden) var oldVersionOption: String?
+
     func validate() throws {
+        if oldVersionOption != nil { throw ValidationError(ModelSelection.renamed) }
         if modelVersion != nil && model == nil { throw ValidationError("--model-version needs --model") }
     }
+
+    static let renamed = "--version is the tool's own version; name a model version with --model-version"
 
     /// The model for a new store: the named version, else the current one; nil without `--model`.
     func modelForNewStore() throws -> ManagedObjectModel? {
