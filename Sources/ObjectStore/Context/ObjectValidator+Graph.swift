@@ -104,19 +104,17 @@ public final class InverseChecker {
                 : record.toOne[relationship.name].map { [$0] } ?? []
             for target in targets {
                 let inverse = relationship.inverse.flatMap { store.model.entity(named: target.entity)?.relationshipsByName[$0] }
-                // A target that names the record back exists; only when it does not is it read whole.
-                var back: (contains: (ObjectKey) -> Bool, first: ObjectKey?)?
-                if let inverseName = relationship.inverse, let inverse {
-                    back = try self.inverse(of: target, inverseName, toMany: inverse.isToMany)
-                    if back!.contains(record.key) { continue }
-                }
+                // (A to-many's members exist; a to-one may name what does not. Its inverse alone cannot
+                // tell: SQLite derives a to-many from the foreign keys that point at it, even at nothing.)
                 if !relationship.isToMany, try !exists(target) {
                     found.append(InverseDisagreement(
                         object: record.key, relationship: relationship.name, isToMany: false, target: target,
                         inverse: relationship.inverse ?? "", inverseIsToMany: inverse?.isToMany ?? false, inverseTarget: nil, targetIsMissing: true))
                     continue
                 }
-                guard let inverseName = relationship.inverse, let inverse, let back else { continue }
+                guard let inverseName = relationship.inverse, let inverse else { continue }
+                let back = try self.inverse(of: target, inverseName, toMany: inverse.isToMany)
+                if back.contains(record.key) { continue }
                 found.append(InverseDisagreement(
                     object: record.key, relationship: relationship.name, isToMany: relationship.isToMany, target: target,
                     inverse: inverseName, inverseIsToMany: inverse.isToMany, inverseTarget: back.first))
