@@ -12,7 +12,7 @@ import ObjectStore
 /// its relationships' keys. Every save is one write transaction; the map grows
 /// on demand when it is full (`StoreOptions.settings["map_size"]` sets the
 /// first size of a new store, in bytes; 64 MiB by default).
-public final class LMDBStore: PersistentStore {
+public final class LMDBStore: PersistentStore, IntegrityChecking {
     /// The registered type name, `lmdb`.
     public static let typeName = "lmdb"
 
@@ -141,6 +141,17 @@ public final class LMDBStore: PersistentStore {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 
+    /// Every page the file's current state reaches, walked again (`deep`; opening walks them too).
+    public func integrityProblems(deep: Bool) throws -> [String] {
+        guard deep else { return [] }
+        do {
+            try LMDBStoreType.checkFile(fileURL)
+            return []
+        } catch let error as StoreError where error.code == .corrupt {
+            return [error.message]
+        }
+    }
+
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).
     public var mapSize: Int { lock.withLock { environment?.mapSize ?? 0 } }
 
@@ -240,7 +251,7 @@ struct LMDBView: RowSource {
 }
 
 /// A read-only view of an LMDB store at one moment: one read transaction, held until closed.
-final class LMDBSnapshot: PersistentStore {
+final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     var storeType: String { LMDBStore.typeName }
     var url: URL? { fileURL }
     let identifier: UUID
@@ -289,6 +300,16 @@ final class LMDBSnapshot: PersistentStore {
         return try read { try LMDBLayout.counter($0.txn, root) }
     }
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws { throw refuse() }
+
+    func integrityProblems(deep: Bool) throws -> [String] {
+        guard deep else { return [] }
+        do {
+            try LMDBStoreType.checkFile(fileURL)
+            return []
+        } catch let error as StoreError where error.code == .corrupt {
+            return [error.message]
+        }
+    }
 
     /// Another view of the same moment.
     func snapshot() throws -> any PersistentStore {

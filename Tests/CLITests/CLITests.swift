@@ -7,6 +7,8 @@ struct CLI {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// Whether the process ended by a signal (a crash: SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGTRAP).
+        var signaled = false
     }
 
     static var binary: URL {
@@ -35,7 +37,7 @@ struct CLI {
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+                      stderr: String(decoding: stderr, as: UTF8.self), signaled: process.terminationReason == .uncaughtSignal)
     }
 }
 
