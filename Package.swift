@@ -81,6 +81,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
+        // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
+        .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

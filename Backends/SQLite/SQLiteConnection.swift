@@ -85,6 +85,7 @@ final class SQLiteConnection {
         case SQLITE_CORRUPT, SQLITE_NOTADB: .corrupt
         case SQLITE_READONLY: .readOnly
         case SQLITE_CONSTRAINT: .invalidChange
+        case SQLITE_BUSY, SQLITE_LOCKED: .busy
         default: .io
         }
         return StoreError(code, "\(what): \(message) (SQLite code \(rc))", url: URL(filePath: path))

@@ -1,45 +1,6 @@
 import Foundation
 import Testing
-
-/// Runs the built `objectstore` binary, as a user would.
-struct CLI {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        /// Whether the process ended by a signal (a crash: SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGTRAP).
-        var signaled = false
-    }
-
-    static var binary: URL {
-        // The test bundle lives in the same build folder as the executable.
-        let bundle = Bundle.main.bundleURL
-        for folder in [bundle.deletingLastPathComponent(), bundle, bundle.deletingLastPathComponent().deletingLastPathComponent()] {
-            let candidate = folder.appending(path: "objectstore")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        return URL(filePath: ".build/debug/objectstore")
-    }
-
-    static func run(_ arguments: String...) throws -> Result {
-        try run(arguments)
-    }
-
-    static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self), signaled: process.terminationReason == .uncaughtSignal)
-    }
-}
+import TestSupport
 
 final class Workspace {
     let url: URL

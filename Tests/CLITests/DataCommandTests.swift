@@ -3,6 +3,7 @@ import ObjectModel
 import ObjectStore
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// A model with every attribute type, inheritance, to-one, to-many, ordered and many-to-many relationships.
 let everythingModel = """

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 let contactA = """
 {"format": "objectstore-model", "formatVersion": 1, "entities": [{"name": "Contact", "attributes": [
