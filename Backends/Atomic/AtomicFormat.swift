@@ -68,7 +68,12 @@ enum AtomicFormat {
                 }
             }
         }
-        var data = out.data
+        return seal(out.data)
+    }
+
+    /// Completes a header and body: writes the total length into the header and appends the checksum.
+    static func seal(_ unsealed: Data) -> Data {
+        var data = unsealed
         let total = UInt64(data.count + checksumSize)
         withUnsafeBytes(of: total.littleEndian) { data.replaceSubrange(16..<24, with: $0) }
         data.append(Data(SHA256.hash(data: data)))

@@ -141,6 +141,9 @@ final class LMDBEnvironment {
                 try grow()
                 continue
             }
+            if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
+                throw LMDBError(code: rc, what: "cannot commit: \(full)")
+            }
             try Self.check(rc, "cannot commit")
             adopt(transaction.opened)
             return result

@@ -41,18 +41,21 @@ struct ObjectStoreCommand: ParsableCommand {
         do {
             var command = try parseAsRoot()
             try command.run()
-        } catch let error as ModelError {
-            fail(error.description)
-        } catch let error as StoreError {
-            fail(error.description)
-        } catch let error as CLIError {
-            fail(error.message)
-        } catch let error as MigrationError {
-            fail(error.description)
-        } catch let error as InferenceError {
-            fail(error.description)
         } catch {
-            exit(withError: error)
+            guard let message = message(for: error) else { exit(withError: error) }
+            fail(message)
+        }
+    }
+
+    /// What the tool says for one of its own errors (nil for ArgumentParser's, which it reports itself).
+    static func message(for error: any Error) -> String? {
+        switch error {
+        case let error as ModelError: error.description
+        case let error as StoreError: error.description
+        case let error as CLIError: error.message
+        case let error as MigrationError: error.description
+        case let error as InferenceError: error.description
+        default: nil
         }
     }
 

@@ -193,4 +193,23 @@ struct ModelLoadingTests {
         #expect(error.column == 24, "\(error)")
         #expect(error.problems.first?.contains("not UTF-8") == true)
     }
+
+    @Test("a processing instruction without data is a syntax error (found by fuzzing: Foundation's parser crashed on it)")
+    func emptyProcessingInstruction() throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "pi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fuzzed = try #require(Data(base64Encoded: "PD94bT8+Cjxtb2RlbCB0eXBlPSJjb20uYXBwbDxtb2RlbCB0eXBlPSJjb20uYXBwbGUuSURFQ29yPSJ5ZXMiPz4KPG1vZGVsIHRkeQ=="))
+        let model = #"<model><entity name="Event"><attribute name="t" attributeType="Date"/></entity></model>"#
+        for (name, data, line) in [("fuzzed", fuzzed, 1), ("inside", Data("<model>\n<?go?></model>".utf8), 2)] {
+            let url = folder.appending(path: "\(name).xml")
+            try data.write(to: url)
+            let error = try #require(throws: ModelError.self) { _ = try ModelLoader.loadFile(url) }
+            #expect(error.code == .syntax && error.line == line, "\(name): \(error)")
+        }
+        // In a comment or CDATA it is text, and one with data is an ordinary instruction.
+        let url = folder.appending(path: "fine.xml")
+        try Data("<?xml version=\"1.0\"?><!-- <?a?> --><?keep me?>\(model)".utf8).write(to: url)
+        #expect(try ModelLoader.loadFile(url).entityNames == ["Event"])
+    }
 }

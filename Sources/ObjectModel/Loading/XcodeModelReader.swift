@@ -15,6 +15,11 @@ enum XcodeModelReader {
             throw ModelError(.syntax, problems: ["the file is not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16, uppercase: true)))"],
                              file: file, line: line, column: column)
         }
+        // Nor a processing instruction without data (`<?name?>`): Foundation's parser reads its missing text and crashes.
+        if let offset = emptyProcessingInstruction(in: data) {
+            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
+            throw ModelError(.syntax, problems: ["a processing instruction without data"], file: file, line: line, column: column)
+        }
         let parser = XMLParser(data: data)
         let delegate = Delegate()
         parser.delegate = delegate
@@ -41,6 +46,35 @@ enum XcodeModelReader {
         } catch let error as ModelError {
             throw error.located(in: file)
         }
+    }
+
+    /// The offset of the first `<?name?>` outside comments and CDATA sections, if any.
+    static func emptyProcessingInstruction(in data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        func starts(_ text: String, at index: Int) -> Bool { bytes[index...].starts(with: text.utf8) }
+        func skip(past text: String, from index: Int) -> Int {
+            var index = index
+            while index < bytes.count && !starts(text, at: index) { index += 1 }
+            return index + text.utf8.count
+        }
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] != UInt8(ascii: "<") {
+                index += 1
+            } else if starts("<!--", at: index) {
+                index = skip(past: "-->", from: index + 4)
+            } else if starts("<![CDATA[", at: index) {
+                index = skip(past: "]]>", from: index + 9)
+            } else if starts("<?", at: index) {
+                var end = index + 2
+                while end < bytes.count, !starts("?>", at: end), ![0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { end += 1 }
+                if starts("?>", at: end) { return index }
+                index = skip(past: "?>", from: end)
+            } else {
+                index += 1
+            }
+        }
+        return nil
     }
 
     private static func describe(_ error: Error) -> String {

@@ -120,6 +120,18 @@ public enum FileOperations {
             _ = chown(url.path, uid_t(attributes.owner), gid_t(attributes.group))   // only a privileged process may; the mode is what protects
         }
     }
+
+    /// Says so when a failed write (`code`, an errno) is explained by a full file system at `url`:
+    /// `ENOSPC`, a quota, or a short write (reported as `EIO`) with less than 1 MiB left there.
+    public static func fullDiskExplanation(_ code: Int32, at url: URL) -> String? {
+        guard code == ENOSPC || code == EDQUOT || code == EIO else { return nil }
+        var info = statvfs()
+        let folder = url.hasDirectoryPath ? url.path : url.deletingLastPathComponent().path
+        guard statvfs(folder, &info) == 0 else { return code == ENOSPC ? "the disk is full" : nil }
+        let free = Int(info.f_bavail) * Int(info.f_frsize)
+        guard code != EIO || free < 1 << 20 else { return nil }
+        return "the disk is full (\(free) bytes free on the file system of \(folder))"
+    }
 }
 
 /// An exclusive lock between processes (and between separate opens in one process):

@@ -112,7 +112,7 @@ struct ConvertCommand: ParsableCommand {
         } catch {
             bar.finish()
             staging.discard(toType)
-            throw error
+            throw staging.failure(error, writing: destination)
         }
     }
 }

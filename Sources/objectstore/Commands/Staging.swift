@@ -26,6 +26,13 @@ final class Staging {
         try? FileManager.default.removeItem(at: lockURL)
     }
 
+    /// The error to report when writing `destination` failed with `error`: it names the
+    /// destination, and the staged name in its text is the destination's.
+    func failure(_ error: any Error, writing destination: String) -> any Error {
+        guard let message = ObjectStoreCommand.message(for: error)?.replacingOccurrences(of: url.path, with: destination) else { return error }
+        return CLIError(message.hasPrefix(destination + ":") ? message : "\(destination): not written: " + message)
+    }
+
     /// Ends the staging after the store was moved into place.
     func finish() {
         lock.release()

@@ -73,7 +73,7 @@ struct ImportCommand: ParsableCommand {
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
             staging.discard(type)
-            throw error
+            throw staging.failure(error, writing: store)
         }
     }
 }
