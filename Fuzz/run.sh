@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 runs=${1:-1000000}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(atomic xml jsonmodel import predicate mapping)
+[ ${#targets[@]} -eq 0 ] && targets=(atomic xml jsonmodel import predicate mapping plist)
 swift build -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library
 binary=.build/debug/fuzz-targets
 failed=0

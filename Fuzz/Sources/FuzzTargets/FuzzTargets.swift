@@ -5,7 +5,7 @@ import ObjectMigration
 @testable import ObjectModel
 import ObjectStore
 
-// One executable, six readers: `OBJECTSTORE_FUZZ_TARGET` names the one to feed.
+// One executable, seven readers: `OBJECTSTORE_FUZZ_TARGET` names the one to feed.
 //   atomic     the atomic store file reader (AtomicFormat.decode) past its checksum: the input is the
 //              body after the header, sealed with the right length and SHA-256 before it is read
 //   xml        the Xcode model reader (contents XML)
@@ -13,6 +13,7 @@ import ObjectStore
 //   import     the JSON interchange importer, into an in-memory store of a model with every feature
 //   predicate  the NSPredicate-syntax parser and, for what parses, the evaluator on one object
 //   mapping    the JSON mapping-file reader
+//   plist      store metadata: binary property lists (our reader) and XML ones (Foundation's)
 // Errors are the expected answer to bad input; a crash, a hang or a sanitizer report is a bug.
 
 let target = ProcessInfo.processInfo.environment["OBJECTSTORE_FUZZ_TARGET"] ?? "atomic"
@@ -87,6 +88,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         }
     case "mapping":
         _ = try? MappingFormat.decode(data, file: "fuzz")
+    case "plist":
+        _ = PropertyListValue.decodeDictionary(data)
     default:
         fatalError("unknown OBJECTSTORE_FUZZ_TARGET \(target)")
     }

@@ -77,7 +77,8 @@ public enum ModelLoader {
         var current: String?
         let marker = url.appending(path: ".xccurrentversion")
         if let data = try? Data(contentsOf: marker) {
-            let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+            // Xcode writes it as XML; a binary one is not given to Foundation's reader, which trusts its offsets.
+            let plist = data.starts(with: Data("bplist".utf8)) ? nil : try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
             guard let value = plist?["_XCCurrentVersionName"] as? String else {
                 throw ModelError(.unsupported, problems: ["no _XCCurrentVersionName in .xccurrentversion"], file: marker.path)
             }

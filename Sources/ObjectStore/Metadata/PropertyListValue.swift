@@ -43,8 +43,12 @@ extension PropertyListValue {
 
     /// Decodes a property list (binary or XML) whose top level is a dictionary.
     ///
+    /// Binary ones (`bplist00`, what stores hold) are read by ``BinaryPropertyList``, which checks
+    /// every offset and reference; XML ones by Foundation.
+    ///
     /// - Returns: nil when `data` is not a property list or its top level is not a dictionary.
     public static func decodeDictionary(_ data: Data) -> [String: PropertyListValue]? {
+        if data.starts(with: Data("bplist".utf8)) { return BinaryPropertyList.decode(data)?.dictionaryValue }
         guard let object = try? PropertyListSerialization.propertyList(from: data, format: nil) else { return nil }
         return PropertyListValue(foundationObject: object)?.dictionaryValue
     }
