@@ -88,7 +88,8 @@ final class SQLiteConnection {
         case SQLITE_BUSY, SQLITE_LOCKED: .busy
         default: .io
         }
-        return StoreError(code, "\(what): \(message) (SQLite code \(rc))", url: URL(filePath: path))
+        let hint = code == .busy ? "; the store is busy: another process held it for 5 s; try again when it is done" : ""
+        return StoreError(code, "\(what): \(message) (SQLite code \(rc))\(hint)", url: URL(filePath: path))
     }
 
     /// Runs SQL without results (several statements allowed).

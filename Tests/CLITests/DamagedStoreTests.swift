@@ -48,5 +48,6 @@ struct DamagedStoreTests {
             try? FileManager.default.removeItem(atPath: damaged.path + "-lock")
         }
         #expect(outcomes.values.reduce(0, +) == 2 * Self.count)
+        print("damaged \(type) stores: \(Self.count) damages, \(outcomes[0] ?? 0) commands read them, \(outcomes[1] ?? 0) reported an error")
     }
 }

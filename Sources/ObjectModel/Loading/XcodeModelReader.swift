@@ -48,31 +48,18 @@ enum XcodeModelReader {
         }
     }
 
-    /// The offset of the first `<?name?>` outside comments and CDATA sections, if any.
+    /// The offset of the first `<?name?>` (a processing instruction without data), if any.
+    /// Every `<?` counts, in comments and CDATA too: libxml2's recovery from an earlier error
+    /// decides what is markup, so no context is trusted to hide one.
     static func emptyProcessingInstruction(in data: Data) -> Int? {
         let bytes = [UInt8](data)
-        func starts(_ text: String, at index: Int) -> Bool { bytes[index...].starts(with: text.utf8) }
-        func skip(past text: String, from index: Int) -> Int {
-            var index = index
-            while index < bytes.count && !starts(text, at: index) { index += 1 }
-            return index + text.utf8.count
-        }
         var index = 0
-        while index < bytes.count {
-            if bytes[index] != UInt8(ascii: "<") {
-                index += 1
-            } else if starts("<!--", at: index) {
-                index = skip(past: "-->", from: index + 4)
-            } else if starts("<![CDATA[", at: index) {
-                index = skip(past: "]]>", from: index + 9)
-            } else if starts("<?", at: index) {
-                var end = index + 2
-                while end < bytes.count, !starts("?>", at: end), ![0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { end += 1 }
-                if starts("?>", at: end) { return index }
-                index = skip(past: "?>", from: end)
-            } else {
-                index += 1
-            }
+        while index + 1 < bytes.count {
+            defer { index += 1 }
+            guard bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") else { continue }
+            var end = index + 2
+            while end < bytes.count, bytes[end] != UInt8(ascii: "?"), ![0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { end += 1 }
+            if bytes[end...].starts(with: "?>".utf8) { return index }
         }
         return nil
     }

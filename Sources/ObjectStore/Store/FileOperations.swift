@@ -166,7 +166,7 @@ public final class FileLock: Sendable {
             }
             guard Date() < deadline else {
                 close(fd)
-                throw StoreError(.busy, "the store is being written by another process (its lock \(url.lastPathComponent) is held); try again when it is done", url: what)
+                throw StoreError(.busy, "the store is busy: another process is writing it (its lock \(url.lastPathComponent) is held); try again when it is done", url: what)
             }
             usleep(20_000)
         }
