@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// Core Data's table layout for a model (`shared/specs/sqlite-layout.md`):
 /// entity numbers, one table per inheritance root, `Z`-prefixed columns,
@@ -33,7 +34,8 @@ struct SQLiteSchema {
 
     struct Table {
         let name: String
-        var columns: [(name: String, type: String)]
+        /// Each column's name, SQL type and what it holds (`Post.title`, `key`).
+        var columns: [(name: String, type: String, purpose: String)]
         var indexes: [(name: String, columns: [String])]
     }
 
@@ -56,32 +58,91 @@ struct SQLiteSchema {
         }
     }
 
-    /// The layout of `model`. For an existing store, `existingTables` (the names in its
-    /// `sqlite_master`) settles what Core Data's stores do not agree on: which side of a
-    /// many-to-many names its join table.
-    init(model: ManagedObjectModel, existingTables: Set<String>? = nil) {
-        // Entity numbers: roots by name, each followed by its sub-tree depth-first, siblings by name.
+    /// The layout of a new store of `model`. Entity numbers: roots by name, each followed by
+    /// its sub-tree depth-first, siblings by name (what Core Data gives a new store).
+    init(model: ManagedObjectModel) {
         var ordered: [String] = []
         func visit(_ name: String) {
             ordered.append(name)
             for child in model.entity(named: name)!.subentities { visit(child) }
         }
         for root in model.entityDescriptions where root.parent == nil { visit(root.name) }
-        let number = Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1, $0 + 1) })
+        self.init(model: model, numbers: Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1, $0 + 1) }), existingTables: nil)
+    }
+
+    /// The layout of an existing store of `model`, as its file has it: entity numbers from
+    /// `Z_PRIMARYKEY` (a store written by another program may number its entities otherwise),
+    /// the join table of a many-to-many under the name the file uses (Core Data's stores do not
+    /// agree on which side names it), and every table and column the model needs checked to be
+    /// there.
+    ///
+    /// An entity's row in `Z_PRIMARYKEY` is found by its name, else by its renaming identifier
+    /// (Core Data keeps an entity's old name there when a migration renames it), else as the
+    /// one row left under its parent when it is the one entity left there.
+    ///
+    /// - Throws: ``StoreError/Code/corrupt`` naming the entity, table or column that does not fit.
+    init(model: ManagedObjectModel, file: SQLiteFileLayout, url: URL) throws {
+        let rows = Dictionary(uniqueKeysWithValues: file.entities.map { ($0.number, $0) })
+        var numbers: [String: Int] = [:]
+        var taken: Set<Int> = []
+        func assign(_ entity: String, _ number: Int) {
+            numbers[entity] = number
+            taken.insert(number)
+        }
+        for entity in model.entityDescriptions {
+            if let row = file.entities.first(where: { $0.name == entity.name }) { assign(entity.name, row.number) }
+        }
+        for entity in model.entityDescriptions where numbers[entity.name] == nil {
+            guard let old = entity.declaration.renamingIdentifier, model.entity(named: old) == nil,
+                  let row = file.entities.first(where: { $0.name == old && !taken.contains($0.number) }) else { continue }
+            assign(entity.name, row.number)
+        }
+        // By place, parents before children so that a child's parent number is known.
+        for entity in model.entityDescriptions.sorted(by: { $0.ancestors.count < $1.ancestors.count }) where numbers[entity.name] == nil {
+            guard let parent = entity.parent.map({ numbers[$0] }) ?? 0 else { continue }
+            let rowsLeft = file.entities.filter { $0.superNumber == parent && !taken.contains($0.number) }
+            let entitiesLeft = model.entityDescriptions.filter { $0.parent == entity.parent && numbers[$0.name] == nil }
+            if rowsLeft.count == 1, entitiesLeft.count == 1 { assign(entity.name, rowsLeft[0].number) }
+        }
+        for entity in model.entityDescriptions {
+            guard let number = numbers[entity.name] else {
+                throw StoreError(.corrupt, "Z_PRIMARYKEY has no row for entity \(entity.name), which the model has", url: url)
+            }
+            let parent = entity.parent.map { numbers[$0]! } ?? 0
+            guard rows[number]!.superNumber == parent else {
+                throw StoreError(.corrupt, "Z_PRIMARYKEY gives entity \(entity.name) the parent entity number \(rows[number]!.superNumber), "
+                                 + "but its model parent is \(entity.parent.map { "\($0) (\(parent))" } ?? "none (0)")", url: url)
+            }
+        }
+        self.init(model: model, numbers: numbers, existingTables: Set(file.columns.keys))
+        for table in tables.values.sorted(by: { $0.name < $1.name }) {
+            guard let columns = file.columns[table.name.uppercased()] else {
+                throw StoreError(.corrupt, "the store has no table \(table.name), which its model needs", url: url)
+            }
+            if let missing = table.columns.first(where: { !columns.contains($0.name.uppercased()) }) {
+                throw StoreError(.corrupt, "table \(table.name) has no column \(missing.name), which the model needs for \(missing.purpose)", url: url)
+            }
+        }
+    }
+
+    private init(model: ManagedObjectModel, numbers number: [String: Int], existingTables: Set<String>?) {
+        let ordered = number.keys.sorted { number[$0]! < number[$1]! }
 
         var tables: [String: Table] = [:]
         var attributeColumns: [String: [String: String]] = [:]
         var toOneColumns: [String: [String: (key: String, entity: String?)]] = [:]
         func tableName(_ entity: String) -> String { "Z" + model.entity(named: entity)!.rootName.uppercased() }
-        func addColumn(_ table: String, _ base: String, _ type: String) -> String {
+        func addColumn(_ table: String, _ base: String, _ type: String, for purpose: String) -> String {
             var name = base
             var suffix = 1
             while tables[table]!.columns.contains(where: { $0.name == name }) { name = base + String(suffix); suffix += 1 }
-            tables[table]!.columns.append((name, type))
+            tables[table]!.columns.append((name, type, purpose))
             return name
         }
         for name in ordered where model.entity(named: name)!.parent == nil {
-            tables[tableName(name)] = Table(name: tableName(name), columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")], indexes: [])
+            tables[tableName(name)] = Table(name: tableName(name), columns: [
+                ("Z_PK", "INTEGER PRIMARY KEY", "the primary key"), ("Z_ENT", "INTEGER", "the entity number"), ("Z_OPT", "INTEGER", "the version"),
+            ], indexes: [])
         }
         // Own stored attributes and to-one columns, in entity-number order; inherited ones reuse the parent's.
         for name in ordered {
@@ -90,14 +151,15 @@ struct SQLiteSchema {
             var attributes = entity.parent.flatMap { attributeColumns[$0] } ?? [:]
             var toOne = entity.parent.flatMap { toOneColumns[$0] } ?? [:]
             for attribute in entity.declaration.attributes where !attribute.isTransient {
-                attributes[attribute.name] = addColumn(table, "Z" + attribute.name.uppercased(), Self.sqlType(attribute.type))
+                attributes[attribute.name] = addColumn(table, "Z" + attribute.name.uppercased(), Self.sqlType(attribute.type), for: "\(name).\(attribute.name)")
             }
             for relationship in entity.declaration.relationships where !relationship.isTransient && !relationship.isToMany {
-                let key = addColumn(table, "Z" + relationship.name.uppercased(), "INTEGER")
+                let key = addColumn(table, "Z" + relationship.name.uppercased(), "INTEGER", for: "\(name).\(relationship.name)")
                 tables[table]!.indexes.append(("\(table)_\(key)_INDEX", [key]))
                 var entityColumn: String?
                 if let destination = model.entity(named: relationship.destination), !destination.subentities.isEmpty {
-                    entityColumn = addColumn(table, "Z\(number[relationship.destination]!)_\(relationship.name.uppercased())", "INTEGER")
+                    entityColumn = addColumn(table, "Z\(number[relationship.destination]!)_\(relationship.name.uppercased())", "INTEGER",
+                                             for: "the entity of \(name).\(relationship.name)")
                 }
                 toOne[relationship.name] = (key, entityColumn)
             }
@@ -116,13 +178,18 @@ struct SQLiteSchema {
                     let columns = toOneColumns[relationship.destination]?[inverse.name]
                     let key = columns?.key ?? "Z" + inverse.name.uppercased()
                     var order: String?
-                    if relationship.isOrdered { order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER") }
+                    if relationship.isOrdered {
+                        order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER", for: "the order of \(name).\(relationship.name)")
+                    }
                     storage[relationship.name] = .inverseForeignKey(table: destinationTable, column: key, entity: columns?.entity, order: order)
                 } else if inverse == nil {
-                    let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER")
+                    let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER", for: "\(name).\(relationship.name)")
                     tables[destinationTable]!.indexes.append(("\(destinationTable)_\(column)_INDEX", [column]))
                     var order: String?
-                    if relationship.isOrdered { order = addColumn(destinationTable, "Z_FOK_\(number[name]!)\(relationship.name.uppercased())", "INTEGER") }
+                    if relationship.isOrdered {
+                        order = addColumn(destinationTable, "Z_FOK_\(number[name]!)\(relationship.name.uppercased())", "INTEGER",
+                                          for: "the order of \(name).\(relationship.name)")
+                    }
                     storage[relationship.name] = .hiddenForeignKey(table: destinationTable, column: column, order: order)
                 }
             }
@@ -143,16 +210,17 @@ struct SQLiteSchema {
                 guard owner else { continue }
                 var table = "Z_\(mine.0)\(relationship.name.uppercased())"
                 let alternative = "Z_\(theirs.0)\(inverse.name.uppercased())"
-                if let existingTables, !existingTables.contains(table), existingTables.contains(alternative) { table = alternative }
+                if let existingTables, !existingTables.contains(table.uppercased()), existingTables.contains(alternative.uppercased()) { table = alternative }
                 // Each column is named by the entity number of the rows it holds and the relationship that reaches them.
                 let ownColumn = "Z_\(mine.0)\(inverse.name.uppercased())"
                 var otherColumn = "Z_\(theirs.0)\(relationship.name.uppercased())"
                 if otherColumn == ownColumn { otherColumn += "1" }
-                var columns = [(ownColumn, "INTEGER"), (otherColumn, "INTEGER")]
+                let purpose = "\(name).\(relationship.name)"
+                var columns = [(ownColumn, "INTEGER", purpose), (otherColumn, "INTEGER", purpose)]
                 let order: String? = relationship.isOrdered ? "Z_FOK_\(otherColumn.dropFirst(2))" : nil
                 let otherOrder: String? = inverse.isOrdered && relationship.name != inverse.name ? "Z_FOK_\(ownColumn.dropFirst(2))" : nil
-                if let order { columns.append((order, "INTEGER")) }
-                if let otherOrder { columns.append((otherOrder, "INTEGER")) }
+                if let order { columns.append((order, "INTEGER", "the order of \(purpose)")) }
+                if let otherOrder { columns.append((otherOrder, "INTEGER", "the order of \(declaring).\(inverse.name)")) }
                 tables[table] = Table(name: table, columns: columns, indexes: [("\(table)_\(otherColumn)_INDEX", [otherColumn, ownColumn])])
                 toManyStorage[name]![relationship.name] = .join(
                     table: table, own: ownColumn, other: otherColumn, order: order, otherOrder: otherOrder, otherTable: tableName(relationship.destination))
@@ -214,6 +282,35 @@ struct SQLiteSchema {
             }
         }
         return sql
+    }
+}
+
+/// What an existing store's file says about its layout: `Z_PRIMARYKEY`'s entity numbers
+/// and every table's columns (names upper-cased: SQL identifiers ignore case).
+struct SQLiteFileLayout {
+    var entities: [(number: Int, name: String, superNumber: Int)]
+    var columns: [String: Set<String>]
+
+    static func read(from connection: SQLiteConnection, url: URL) throws -> SQLiteFileLayout {
+        var entities: [(number: Int, name: String, superNumber: Int)] = []
+        let rows = try connection.statement("SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY ORDER BY Z_ENT").rows { row in
+            (row.column(0), row.column(1), row.column(2))
+        }
+        for (number, name, superNumber) in rows {
+            guard case .integer(let number) = number, number > 0, case .text(let name) = name,
+                  case .integer(let superNumber) = superNumber, superNumber >= 0 else {
+                throw StoreError(.corrupt, "Z_PRIMARYKEY has a row that is not an entity number, a name and a parent number", url: url)
+            }
+            guard !entities.contains(where: { $0.name == name }) else { throw StoreError(.corrupt, "Z_PRIMARYKEY names entity \(name) twice", url: url) }
+            entities.append((Int(number), name, Int(superNumber)))
+        }
+        var columns: [String: Set<String>] = [:]
+        let pairs = try connection.statement(
+            "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'").rows { row in
+            (row.column(0), row.column(1))
+        }
+        for case (.text(let table), .text(let column)) in pairs { columns[table.uppercased(), default: []].insert(column.uppercased()) }
+        return SQLiteFileLayout(entities: entities, columns: columns)
     }
 }
 

@@ -60,14 +60,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
                     throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
                                      url: url, compatibility: compatibility)
                 }
-                let tables = Set(try connection.statement("SELECT name FROM sqlite_master WHERE type = 'table'").rows { row in
-                    if case .text(let name) = row.column(0) { return name }
-                    return ""
-                })
-                schema = SQLiteSchema(model: model, existingTables: tables)
-                if let missing = schema.tables.keys.sorted().first(where: { !tables.contains($0) }) {
-                    throw StoreError(.corrupt, "the store has no table \(missing), which its model needs", url: url)
-                }
+                schema = try SQLiteSchema(model: model, file: SQLiteFileLayout.read(from: connection, url: url), url: url)
             } catch {
                 connection.close()
                 throw error

@@ -29,7 +29,7 @@ struct CoreDataStoreTests {
         var storeName: String { "\(name).sqlite" }
     }
 
-    static let cases: [Case] = [bookmarks, garage, blog]
+    static let cases: [Case] = [bookmarks, garage, blog, fleet]
 
     @Test("inspect, export, convert to LMDB and back, validate: nothing changes, the store's files least of all", arguments: cases)
     func throughTheCLI(_ c: Case) throws {
@@ -100,6 +100,50 @@ struct CoreDataStoreTests {
         let bare = try CLI.run("export", store)
         #expect(bare.status == 1)
         #expect(bare.stderr.contains("no embedded model (give --model"), "\(bare.stderr)")
+    }
+
+    @Test("a store whose tables do not fit the model is refused, naming the entity, table or column")
+    func layoutMismatch() throws {
+        let c = Self.fleet
+        let broken: [(String, [String], String)] = [
+            ("no column", c.statements.map { $0.replacingOccurrences(of: "ZLOAD FLOAT", with: "ZWEIGHT FLOAT") },
+             "table ZVEHICLE has no column ZLOAD, which the model needs for Truck.load"),
+            ("no table", c.statements.filter { !$0.contains("Z_4MEMBERS") },
+             "the store has no table Z_4MEMBERS, which its model needs"),
+            ("no entity row", c.statements.map { $0.replacingOccurrences(of: "(4, 'Club', 0, 1)", with: "(4, 'Society', 5, 1)") },
+             "Z_PRIMARYKEY has no row for entity Club, which the model has"),
+            ("another parent", c.statements.map { $0.replacingOccurrences(of: "(2, 'Truck', 1, 0)", with: "(2, 'Truck', 3, 0)") },
+             "Z_PRIMARYKEY gives entity Truck the parent entity number 3, but its model parent is Vehicle (1)"),
+        ]
+        for (what, statements, message) in broken {
+            let workspace = try Workspace()
+            let variant = Case(name: c.name, versions: c.versions, writtenWith: c.writtenWith, statements: statements,
+                               walStatements: c.walStatements, journalMode: c.journalMode, keepsSharedMemory: c.keepsSharedMemory,
+                               uuid: c.uuid, counts: c.counts, expected: c.expected)
+            let (bundle, store) = try write(variant, in: workspace)
+            for command in ["inspect", "export", "validate"] {
+                let result = try CLI.run(command, store, "--model", bundle)
+                #expect(result.status == 1 && result.stderr.contains(message), "\(what), \(command): \(result.stderr)")
+            }
+        }
+    }
+
+    @Test("an entity Z_PRIMARYKEY knows by an older name is found by its renaming identifier, or as the one left under its parent")
+    func renamedEntity() throws {
+        let c = Self.fleet
+        let renamed = c.versions.map { ($0.0, $0.1.replacingOccurrences(of: #"<entity name="Truck" "#, with: #"<entity name="Truck" elementID="Lorry" "#)) }
+        for (what, versions, oldName) in [("renaming identifier", renamed, "Lorry"), ("place", c.versions, "Wagon")] {
+            let workspace = try Workspace()
+            let variant = Case(name: c.name, versions: versions, writtenWith: c.writtenWith,
+                               statements: c.statements.map { $0.replacingOccurrences(of: "'Truck'", with: "'\(oldName)'") },
+                               walStatements: c.walStatements, journalMode: c.journalMode, keepsSharedMemory: c.keepsSharedMemory,
+                               uuid: c.uuid, counts: c.counts, expected: c.expected)
+            let (bundle, store) = try write(variant, in: workspace)
+            let export = try CLI.run("export", store, "--model", bundle)
+            #expect(export.status == 0, "\(what): \(export.stderr)")
+            let differences = JSONComparison.differences(export.stdout, c.expected)
+            #expect(differences.isEmpty, "\(what): \(differences.prefix(5))")
+        }
     }
 
     // MARK: Writing a case
@@ -298,6 +342,65 @@ extension CoreDataStoreTests {
                     ["_id": "Person/4", "firstName": "Bob", "lastName": NSNull(), "cars": ["ExpensiveSportCar/11"],
                      "visits": ["Car/9", "ExpensiveSportCar/11"]],
                 ],
+            ])
+    }()
+
+    /// Entity numbers other than the ones this library gives a new store of the model (roots
+    /// by name would make Club 1, Driver 2, Vehicle 3, Truck 4): every name that holds a number
+    /// follows the file's, the hidden foreign key (Z3VISITED), the entity column of a to-one to
+    /// an entity with sub-entities (Z1_FAVORITE) and the join table's (Z_4MEMBERS).
+    static let fleet: Case = {
+        let model = header + """
+                <entity name="Club" representedClassName="Club" syncable="YES">
+                    <attribute name="title" attributeType="String"/>
+                    <relationship name="members" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Driver" inverseName="clubs" inverseEntity="Driver"/>
+                </entity>
+                <entity name="Driver" representedClassName="Driver" syncable="YES">
+                    <attribute name="name" attributeType="String"/>
+                    <relationship name="clubs" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Club" inverseName="members" inverseEntity="Club"/>
+                    <relationship name="favorite" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Vehicle"/>
+                    <relationship name="vehicles" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Vehicle" inverseName="owner" inverseEntity="Vehicle"/>
+                    <relationship name="visited" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Vehicle"/>
+                </entity>
+                <entity name="Truck" representedClassName="Truck" parentEntity="Vehicle" syncable="YES">
+                    <attribute name="load" optional="YES" attributeType="Double" usesScalarValueType="YES"/>
+                </entity>
+                <entity name="Vehicle" representedClassName="Vehicle" syncable="YES">
+                    <attribute name="plate" attributeType="String"/>
+                    <relationship name="owner" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Driver" inverseName="vehicles" inverseEntity="Driver"/>
+                </entity>
+            </model>
+            """
+        return Case(
+            name: "Fleet",
+            versions: [("Fleet", model)],
+            writtenWith: "Fleet",
+            statements: [
+                "CREATE TABLE ZVEHICLE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPLATE VARCHAR, ZOWNER INTEGER, ZLOAD FLOAT, Z3VISITED INTEGER )",
+                "CREATE TABLE ZDRIVER ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR, ZFAVORITE INTEGER, Z1_FAVORITE INTEGER )",
+                "CREATE TABLE ZCLUB ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE VARCHAR )",
+                "CREATE TABLE Z_4MEMBERS ( Z_4CLUBS INTEGER, Z_3MEMBERS INTEGER, PRIMARY KEY (Z_4CLUBS, Z_3MEMBERS) )",
+                "INSERT INTO Z_PRIMARYKEY VALUES (1, 'Vehicle', 0, 3), (2, 'Truck', 1, 0), (3, 'Driver', 0, 2), (4, 'Club', 0, 1)",
+                "INSERT INTO ZVEHICLE VALUES (1, 1, 1, 'V-1', 1, NULL, NULL), (2, 2, 1, 'T-2', 1, 12.5, 2), (3, 1, 1, 'V-3', NULL, NULL, 2)",
+                "INSERT INTO ZDRIVER VALUES (1, 3, 1, 'Ann', 2, 2), (2, 3, 1, 'Ben', NULL, NULL)",
+                "INSERT INTO ZCLUB VALUES (1, 4, 1, 'Chess')",
+                "INSERT INTO Z_4MEMBERS VALUES (1, 1), (1, 2)",
+            ],
+            walStatements: [], journalMode: "wal", keepsSharedMemory: true, uuid: "0B5C1E52-2A43-4C39-9E0C-3E4A2A9F7D11",
+            counts: ["Vehicle": 2, "Truck": 1, "Driver": 2, "Club": 1],
+            expected: [
+                "Vehicle": [
+                    ["_id": "Vehicle/1", "plate": "V-1", "owner": "Driver/1"],
+                    ["_id": "Vehicle/3", "plate": "V-3", "owner": NSNull()],
+                ],
+                "Truck": [["_id": "Truck/2", "plate": "T-2", "load": 12.5, "owner": "Driver/1"]],
+                "Driver": [
+                    ["_id": "Driver/1", "name": "Ann", "clubs": ["Club/1"], "favorite": "Truck/2", "vehicles": ["Truck/2", "Vehicle/1"],
+                     "visited": [String]()],
+                    ["_id": "Driver/2", "name": "Ben", "clubs": ["Club/1"], "favorite": NSNull(), "vehicles": [String](),
+                     "visited": ["Truck/2", "Vehicle/3"]],
+                ],
+                "Club": [["_id": "Club/1", "title": "Chess", "members": ["Driver/1", "Driver/2"]]],
             ])
     }()
 

@@ -69,8 +69,6 @@ public struct ObjectDeletion: Sendable, Hashable {
 
 /// Everything one save writes: all of it lands or none of it does.
 ///
-/// Everything one save writes: all of it lands or none of it does.
-///
 /// A change set may give one side of a relationship that has an inverse, or
 /// both. A store keeps the object graph consistent: it completes the side not
 /// given (see ``PersistentStore/save(_:)``), and refuses a change set whose two
