@@ -85,6 +85,29 @@ struct ContextTests {
         try (context ?? self.context).count(FetchRequest(entity: entity))
     }
 
+    @Test("inserts reserve keys in doubling blocks: final IDs, distinct across contexts, few store round trips, no waste for one insert")
+    func keyBlocks() throws {
+        let store = try #require(coordinator.stores.first)
+        let other = ObjectContext(coordinator: coordinator)
+        // One insert takes one key.
+        _ = try author("Ada", in: other)
+        #expect(try store.lastAllocatedKey(entity: "Author") == 1)
+        // A thousand more, interleaved with another context's: every key distinct and final.
+        var keys: [Int64] = []
+        for i in 0..<1_000 {
+            keys.append(try author("Bo\(i)").objectID.primaryKey)
+            if i % 100 == 0 { keys.append(try author("Cy\(i)", in: other).objectID.primaryKey) }
+        }
+        #expect(Set(keys).count == keys.count && !keys.contains(1))
+        #expect(keys.prefix(1_000).allSatisfy { $0 > 0 })
+        // Blocks double: at most twice the keys handed out were reserved.
+        let reserved = try store.lastAllocatedKey(entity: "Author")
+        #expect(reserved >= Int64(keys.count + 1) && reserved <= Int64(2 * (keys.count + 1)), "\(reserved)")
+        try context.save()
+        try other.save()
+        #expect(try count("Author") == keys.count + 1)
+    }
+
     @Test("insert, save, fetch: one object per ID, defaults applied, transients not stored")
     func basics() throws {
         let ada = try author("Ada")

@@ -26,6 +26,16 @@ public final class ObjectContext {
     var insertedOrder: [ManagedObject] = []
     var updatedSet: Set<ObjectID> = []
     var deletedSet: Set<ObjectID> = []
+    /// Primary keys reserved in a store for this context's inserts and not handed out yet,
+    /// per store and hierarchy root: blocks that double in size (1, 2, 4, … up to
+    /// ``largestKeyBlock``), so that n inserts take about log n + n / 4096 store round trips.
+    private var reservedKeys: [KeyBlockID: (next: Int64, last: Int64, size: Int)] = [:]
+    private struct KeyBlockID: Hashable {
+        let store: UUID
+        let root: String
+    }
+    /// The most keys one reservation takes.
+    static let largestKeyBlock = 4_096
 
     /// Creates an empty context.
     public init(coordinator: StoreCoordinator) {
@@ -51,7 +61,9 @@ public final class ObjectContext {
     /// Inserts a new object of `entity`, with its attributes' default values.
     ///
     /// Its primary key is reserved in the entity's store at once, so its
-    /// ``ManagedObject/objectID`` is final.
+    /// ``ManagedObject/objectID`` is final (no temporary IDs to swap at save). Keys are
+    /// reserved in blocks, one store round trip for many inserts; keys of a block the
+    /// context never hands out are skipped, never reused.
     /// - Throws: ``StoreError`` for an unknown or abstract entity, or when no store holds it.
     public func insert(_ entity: String) throws -> ManagedObject {
         guard let description = model.entity(named: entity) else {
@@ -59,7 +71,7 @@ public final class ObjectContext {
         }
         guard !description.isAbstract else { throw StoreError(.invalidChange, "entity \(entity) is abstract") }
         let store = try coordinator.store(forEntity: entity)
-        let pk = try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound
+        let pk = try nextPrimaryKey(in: store, for: description)
         var attributes: [String: Value] = [:]
         for attribute in description.attributes { if let v = attribute.defaultValue { attributes[attribute.name] = v } }
         let object = ManagedObject(
@@ -70,6 +82,18 @@ public final class ObjectContext {
         registered[object.objectID] = object
         insertedOrder.append(object)
         return object
+    }
+
+    private func nextPrimaryKey(in store: any PersistentStore, for entity: EntityDescription) throws -> Int64 {
+        let id = KeyBlockID(store: store.identifier, root: entity.rootName)
+        if let block = reservedKeys[id], block.next <= block.last {
+            reservedKeys[id]!.next += 1
+            return block.next
+        }
+        let size = min((reservedKeys[id]?.size ?? 0) * 2, Self.largestKeyBlock)
+        let keys = try store.allocatePrimaryKeys(entity: entity.name, count: max(size, 1))
+        reservedKeys[id] = (keys.lowerBound + 1, keys.upperBound, max(size, 1))
+        return keys.lowerBound
     }
 
     /// Marks an object for deletion; delete rules are applied when the context saves.
