@@ -13,6 +13,7 @@ public struct AtomicStoreType: StoreType {
     }
 
     public var name: String { AtomicStore.typeName }
+    public var fileExtensions: [String] { ["atomic", "store", "bin"] }
 
     /// The store file and its lock file (`<file>-lock`), which a writer holds while the store is open.
     public func fileURLs(for url: URL) -> [URL] {

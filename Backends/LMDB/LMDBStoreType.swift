@@ -9,6 +9,7 @@ public struct LMDBStoreType: StoreType {
     public init() {}
 
     public var name: String { LMDBStore.typeName }
+    public var fileExtensions: [String] { ["lmdb", "mdb"] }
 
     /// The data file and `<file>-lock`.
     public func fileURLs(for url: URL) -> [URL] {

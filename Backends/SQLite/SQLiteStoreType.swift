@@ -8,6 +8,7 @@ public struct SQLiteStoreType: StoreType {
     public init() {}
 
     public var name: String { SQLiteStore.typeName }
+    public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
 
     /// The file, then `-wal`, `-shm` and `-journal`: one store, moved and removed together.
     public func fileURLs(for url: URL) -> [URL] {

@@ -147,4 +147,18 @@ struct CLITests {
         #expect(help.status == 0)
         #expect(help.stdout.contains("model"))
     }
+
+    @Test("the tool's store types are the tests' list, each found by its file extension")
+    func storeTypes() throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(eventModel, to: "m.xcdatamodel/contents")
+        let unknown = try CLI.run("create", workspace.url.appending(path: "x").path, "--model", model, "--type", "bogus")
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("unknown store type bogus (use \(CLI.backends.joined(separator: ", ")))"), "\(unknown.stderr)")
+        for type in CLI.backends {
+            let store = workspace.url.appending(path: "store.\(type)").path
+            #expect(try CLI.run("create", store, "--model", model).status == 0)
+            #expect(try CLI.run("inspect", store).stdout.hasPrefix("type: \(type)\n"), "\(type)")
+        }
+    }
 }

@@ -8,7 +8,7 @@ import TestSupport
 struct DamagedStoreTests {
     static let count = Int(ProcessInfo.processInfo.environment["OBJECTSTORE_DAMAGES"] ?? "") ?? 40
 
-    @Test("random damage to every page, for every backend", arguments: ["sqlite", "atomic", "lmdb"])
+    @Test("random damage to every page, for every backend", arguments: CLI.backends)
     func damages(_ type: String) throws {
         let workspace = try Workspace()
         let model = try workspace.write(LosslessData.modelJSON, to: "model.json")

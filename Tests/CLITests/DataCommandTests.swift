@@ -65,7 +65,7 @@ let everythingData = """
 
 @Suite("objectstore data commands")
 struct DataCommandTests {
-    @Test("import → export → import → export is byte-identical", arguments: ["sqlite", "atomic", "lmdb"])
+    @Test("import → export → import → export is byte-identical", arguments: CLI.backends)
     func roundTrip(_ type: String) throws {
         let workspace = try Workspace()
         let model = try workspace.write(everythingModel, to: "model.json")

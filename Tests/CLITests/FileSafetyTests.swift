@@ -82,7 +82,7 @@ struct FileSafetyTests {
         #expect(try Data(contentsOf: URL(filePath: store)) == before)
     }
 
-    @Test("convert --force keeps the destination's mode", arguments: ["sqlite", "atomic", "lmdb"])
+    @Test("convert --force keeps the destination's mode", arguments: CLI.backends)
     func convertKeepsMode(_ type: String) throws {
         let workspace = try Workspace()
         let store = try library(workspace)

@@ -5,7 +5,7 @@ import TestSupport
 /// Nothing changes on the way through the CLI: import, export, convert and validate.
 @Suite("objectstore: nothing changes on the way through")
 struct LosslessCommandTests {
-    static let durable = ["sqlite", "atomic", "lmdb"]
+    static let durable = CLI.backends
 
     @Test("dates come back as the text they went in as, and a re-import stores the identical date", arguments: durable)
     func dates(_ type: String) throws {

@@ -21,7 +21,7 @@ struct ValueFidelityTests {
     }
 
     @Test("a double is the one its text names: 2,000 random doubles, export → import → export byte-identical",
-          arguments: ["sqlite", "atomic", "lmdb"])
+          arguments: CLI.backends)
     func doubles(_ type: String) throws {
         let workspace = try Workspace()
         var state: UInt64 = 0x5DEE_CE66
@@ -50,13 +50,13 @@ struct ValueFidelityTests {
         #expect(try CLI.run("export", again).stdout == first)
     }
 
-    @Test("NaN and -0.0 survive every backend and every conversion", arguments: ["sqlite", "atomic", "lmdb"])
+    @Test("NaN and -0.0 survive every backend and every conversion", arguments: CLI.backends)
     func specialValues(_ type: String) throws {
         let workspace = try Workspace()
         let document = #"{"T": [{"_id": "T/1", "d": "nan", "x": -0.0, "f": "nan"}, {"_id": "T/2", "d": "-0.0", "x": "nan", "f": -0.0}]}"#
         let (result, store) = try importing(document, into: type, in: workspace)
         #expect(result.status == 0, "\(result.stderr)")
-        for to in ["sqlite", "atomic", "lmdb"] {
+        for to in CLI.backends {
             let converted = workspace.url.appending(path: "to-\(to).\(to)").path
             #expect(try CLI.run("convert", store, converted).status == 0)
             let export = try CLI.run("export", converted).stdout

@@ -11,7 +11,7 @@ import TestSupport
 @Suite("Killed at any moment")
 struct CrashHarnessTests {
     static let kills = Int(ProcessInfo.processInfo.environment["OBJECTSTORE_KILLS"] ?? "") ?? 3
-    static let durable = ["sqlite", "atomic", "lmdb"]
+    static let durable = CLI.backends
     static let size = Int(ProcessInfo.processInfo.environment["OBJECTSTORE_CRASH_OBJECTS"] ?? "") ?? 600
 
     /// A model and a document big enough that a run takes a while.

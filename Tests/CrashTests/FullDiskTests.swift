@@ -27,7 +27,7 @@ struct FullDiskTests {
     }
 
     @Test("convert and import onto a full disk fail cleanly, for every backend", .enabled(if: canMount, "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)"),
-          arguments: ["sqlite", "atomic", "lmdb"])
+          arguments: CLI.backends)
     func fullDisk(_ type: String) throws {
         let workspace = try Harness()
         let model = try workspace.write(LosslessData.modelJSON, to: "model.json")

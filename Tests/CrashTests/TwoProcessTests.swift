@@ -5,7 +5,7 @@ import TestSupport
 /// Two real processes on one store: no write is lost, and no reader sees half of one.
 @Suite("Two processes on one store")
 struct TwoProcessTests {
-    static let durable = ["sqlite", "atomic", "lmdb"]
+    static let durable = CLI.backends
 
     static func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()

@@ -6,17 +6,23 @@ import ObjectModel
 import ObjectStore
 import SQLiteStore
 
-/// The four backends, by name, with a fresh location for each store.
+/// Every backend, from one registry: a new backend joins every migration test by being
+/// registered here.
 enum Backends {
-    static let all = ["memory", "sqlite", "atomic", "lmdb"]
+    static let registry: StoreTypeRegistry = {
+        let registry = StoreTypeRegistry()
+        InMemoryStore.register(in: registry)
+        SQLiteStore.register(in: registry)
+        AtomicStore.register(in: registry)
+        LMDBStore.register(in: registry)
+        return registry
+    }()
+
+    static let all = registry.names
 
     static func type(_ name: String) -> any StoreType {
-        switch name {
-        case "memory": InMemoryStoreType()
-        case "sqlite": SQLiteStoreType()
-        case "atomic": AtomicStoreType()
-        default: LMDBStoreType()
-        }
+        guard let type = try? registry.type(named: name) else { fatalError("no backend named \(name) in the test registry") }
+        return type
     }
 
     static var pairs: [(String, String)] { all.flatMap { s in all.map { (s, $0) } } }
@@ -43,7 +49,7 @@ final class Workspace {
             memory.append(url)
             return url
         }
-        return folder.appending(path: "\(name).\(backend)")
+        return folder.appending(path: "\(name).\(Backends.type(backend).fileExtensions[0])")
     }
 
     /// Every file in the folder with its bytes.

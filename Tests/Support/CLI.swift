@@ -17,6 +17,10 @@ public struct CLI {
         }
     }
 
+    /// The tool's store types, each named by its usual file extension: the one list every
+    /// CLI test runs over (a test checks it against the tool's own list).
+    public static let backends = ["atomic", "lmdb", "sqlite"]
+
     public static var binary: URL {
         // The test bundle lives in the same build folder as the executable.
         let bundle = Bundle.main.bundleURL

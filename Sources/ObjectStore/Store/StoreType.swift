@@ -15,6 +15,9 @@ import Darwin
 public protocol StoreType: Sendable {
     /// The registered name (`memory`, `sqlite`, `atomic`, `lmdb`).
     var name: String { get }
+    /// The file extensions that name a new store of this type, without the dot, the usual
+    /// one first (`sqlite`, `sqlite3`, `db`); empty for a type whose stores are no files.
+    var fileExtensions: [String] { get }
     /// Every file a store at `url` may occupy, the main file first
     /// (SQLite: `-wal`, `-shm`, `-journal`; LMDB: `-lock`).
     func fileURLs(for url: URL) -> [URL]
@@ -45,6 +48,8 @@ public protocol StoreType: Sendable {
 }
 
 extension StoreType {
+    public var fileExtensions: [String] { [] }
+
     public func storeExists(at url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 
     public func recognizes(header: Data) -> Bool { false }
@@ -108,27 +113,37 @@ public final class StoreTypeRegistry: Sendable {
     /// The registry the coordinator and the CLI use by default.
     public static let shared = StoreTypeRegistry()
 
-    private let types = Mutex<[String: any StoreType]>([:])
+    private let byName = Mutex<[String: any StoreType]>([:])
 
     /// An empty registry.
     public init() {}
 
     /// Adds (or replaces) a store type under its name.
     public func register(_ type: any StoreType) {
-        types.withLock { $0[type.name] = type }
+        byName.withLock { $0[type.name] = type }
     }
 
     /// The store type named `name`.
     /// - Throws: ``StoreError`` with ``StoreError/Code/unknownStoreType``.
     public func type(named name: String) throws -> any StoreType {
-        guard let type = types.withLock({ $0[name] }) else {
+        guard let type = byName.withLock({ $0[name] }) else {
             throw StoreError(.unknownStoreType, "no store type named \(name) is registered (known: \(names.joined(separator: ", ")))")
         }
         return type
     }
 
     /// The registered names, in ascending order.
-    public var names: [String] { types.withLock { $0.keys.sorted() } }
+    public var names: [String] { byName.withLock { $0.keys.sorted() } }
+
+    /// The registered types, in ascending order of name: what the tool, the conformance
+    /// suite and the migration tests run over, so that a new backend is one registration.
+    public var types: [any StoreType] { byName.withLock { types in types.keys.sorted().map { types[$0]! } } }
+
+    /// The registered type that names its stores with `fileExtension` (case ignored), if any.
+    public func type(forExtension fileExtension: String) -> (any StoreType)? {
+        let wanted = fileExtension.lowercased()
+        return types.first { $0.fileExtensions.contains(wanted) }
+    }
 
     /// The registered type whose file header `url` starts with, if any.
     public func detectType(at url: URL) -> (any StoreType)? {
@@ -136,6 +151,6 @@ public final class StoreTypeRegistry: Sendable {
         guard (try? FileOperations.checkRegularFile(url)) != nil, let handle = try? FileHandle(forReadingFrom: url) else { return nil }
         defer { try? handle.close() }
         guard let header = try? handle.read(upToCount: 4096), !header.isEmpty else { return nil }
-        return types.withLock { types in types.keys.sorted().compactMap { types[$0] }.first { $0.recognizes(header: header) } }
+        return types.first { $0.recognizes(header: header) }
     }
 }

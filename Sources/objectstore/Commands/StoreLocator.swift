@@ -73,10 +73,10 @@ enum StoreLocator {
     /// The type for `path`: `--type`, else the file's content, else (for a new store) its extension.
     static func type(for path: String, explicit: String?) throws -> any StoreType {
         if let explicit {
-            guard registry.names.contains(explicit), explicit != "memory" else {
-                throw ValidationError("unknown store type \(explicit) (use sqlite, atomic or lmdb)")
+            guard let type = fileTypes.first(where: { $0.name == explicit }) else {
+                throw ValidationError("unknown store type \(explicit) (use \(fileTypes.map(\.name).joined(separator: ", ")))")
             }
-            return try registry.type(named: explicit)
+            return type
         }
         if FileManager.default.fileExists(atPath: path) {
             // A folder, a FIFO, a device, a file this user may not read: said as such.
@@ -92,13 +92,14 @@ enum StoreLocator {
     static func destinationType(for path: String, explicit: String?) throws -> any StoreType {
         if explicit != nil { return try type(for: path, explicit: explicit) }
         let url = URL(filePath: path)
-        switch url.pathExtension.lowercased() {
-        case "sqlite", "sqlite3", "db": return try registry.type(named: "sqlite")
-        case "lmdb", "mdb": return try registry.type(named: "lmdb")
-        case "store", "bin", "atomic": return try registry.type(named: "atomic")
-        default: throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
+        guard let type = registry.type(forExtension: url.pathExtension) else {
+            throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
         }
+        return type
     }
+
+    /// The registered types whose stores are files: the ones the tool works with.
+    static var fileTypes: [any StoreType] { registry.types.filter { !$0.fileExtensions.isEmpty } }
 
     static func requireExisting(_ path: String, _ type: any StoreType) throws {
         guard type.storeExists(at: URL(filePath: path)) else { throw CLIError("\(path): no such store") }
