@@ -16,9 +16,12 @@ public enum JSONModelFormat {
 
     /// The model as a JSON document, keys sorted and pretty-printed.
     public static func encode(_ model: ManagedObjectModel) throws -> Data {
+        if let encoded = model.derived.json.withLock({ $0 }) { return encoded }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(ModelDocument(model))
+        let encoded = try encoder.encode(ModelDocument(model))
+        model.derived.json.withLock { $0 = encoded }
+        return encoded
     }
 
     /// Reads a model from a JSON document.

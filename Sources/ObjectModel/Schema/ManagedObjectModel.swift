@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A checked, immutable schema: the entities, their hierarchy and their version hashes.
 ///
@@ -22,6 +23,8 @@ public struct ManagedObjectModel: Sendable, Hashable {
     public let versionIdentifiers: [String]
 
     private let resolved: ResolvedModel
+    /// What is worked out from the model on first use and kept: its JSON form and checksum.
+    let derived = DerivedValues()
 
     /// Builds and checks a model.
     ///
@@ -60,7 +63,14 @@ public struct ManagedObjectModel: Sendable, Hashable {
 
     /// The model's version checksum: SHA-256 over the entity hashes in
     /// ascending order of entity name, base64-encoded.
-    public var versionChecksum: String { VersionHasher.checksum(of: resolved.hashes) }
+    public var versionChecksum: String {
+        derived.checksum.withLock { checksum in
+            if let checksum { return checksum }
+            let computed = VersionHasher.checksum(of: resolved.hashes)
+            checksum = computed
+            return computed
+        }
+    }
 
     /// The names of the entities a configuration holds (every entity for nil or unknown names).
     public func entityNames(inConfiguration configuration: String?) -> [String] {
@@ -126,6 +136,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 }
 
 /// The derived state of a model, computed once when it is built.
+/// Values computed from an immutable model once, on first use (stores created by the
+/// thousand in a test suite embed the same model each time).
+final class DerivedValues: Sendable {
+    let json = Mutex<Data?>(nil)
+    let checksum = Mutex<String?>(nil)
+}
+
 private final class ResolvedModel: Sendable {
     let byName: [String: EntityDescription]
     let sorted: [EntityDescription]
