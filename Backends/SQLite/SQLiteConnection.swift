@@ -12,7 +12,12 @@ final class SQLiteConnection {
     let path: String
     /// Whether a read-only connection leaves the WAL unfolded at close (the store had one when it opened).
     let keepsWAL: Bool
-    private var cache: [String: OpaquePointer] = [:]
+    /// Prepared statements by SQL text, with when each was last used; at most
+    /// ``statementCacheCapacity``, the least recently used dropped first. A dropped one
+    /// is finalized when the last ``Statement`` holding it is gone.
+    private var cache: [String: (statement: PreparedStatement, used: Int)] = [:]
+    private var uses = 0
+    static let statementCacheCapacity = 256
 
     /// Opens `path`; nothing is created unless `create` is set.
     ///
@@ -68,8 +73,8 @@ final class SQLiteConnection {
     func close() {
         guard !closed else { return }
         closed = true
-        for statement in cache.values { sqlite3_finalize(statement) }
         cache = [:]
+        // A statement still held somewhere is finalized when it goes; close_v2 waits for it.
         sqlite3_close_v2(handle)
     }
 
@@ -100,17 +105,28 @@ final class SQLiteConnection {
 
     /// A cached prepared statement, reset and cleared of bindings.
     func statement(_ sql: String) throws -> Statement {
+        uses += 1
         if let cached = cache[sql] {
-            sqlite3_reset(cached)
-            sqlite3_clear_bindings(cached)
-            return Statement(handle: cached, connection: self)
+            cache[sql]!.used = uses
+            sqlite3_reset(cached.statement.handle)
+            sqlite3_clear_bindings(cached.statement.handle)
+            return Statement(prepared: cached.statement, connection: self)
         }
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else { throw error(rc, "cannot prepare \(sql)") }
-        cache[sql] = raw
-        return Statement(handle: raw, connection: self)
+        if cache.count >= Self.statementCacheCapacity {
+            // Drop the least recently used quarter.
+            let oldest = cache.sorted { $0.value.used < $1.value.used }.prefix(Self.statementCacheCapacity / 4)
+            for (text, _) in oldest { cache[text] = nil }
+        }
+        let prepared = PreparedStatement(handle: raw)
+        cache[sql] = (prepared, uses)
+        return Statement(prepared: prepared, connection: self)
     }
+
+    /// How many prepared statements the cache holds (for tests).
+    var cachedStatementCount: Int { cache.count }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
     func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
@@ -142,10 +158,18 @@ enum SQLValue: Equatable {
     case blob(Data)
 }
 
+/// A prepared statement, finalized when nothing holds it any more.
+final class PreparedStatement {
+    let handle: OpaquePointer
+    init(handle: OpaquePointer) { self.handle = handle }
+    deinit { sqlite3_finalize(handle) }
+}
+
 /// A prepared statement borrowed from the connection's cache.
 struct Statement {
-    let handle: OpaquePointer
+    let prepared: PreparedStatement
     let connection: SQLiteConnection
+    var handle: OpaquePointer { prepared.handle }
 
     func bind(_ index: Int32, _ value: SQLValue) throws {
         let rc: Int32

@@ -116,6 +116,59 @@ struct SQLiteQuery {
         return "(CASE WHEN typeof(\(column)) = 'blob' THEN 0.0 ELSE \(column) END)"
     }
 
+    /// A comparison of a Double, Float or Date column with constants, on the bare column so
+    /// that SQLite can answer it from an index. Values are stored as numbers, NaN as text and
+    /// -0.0 as an 8-byte blob (`SQLiteValues`); SQLite orders every number before every text
+    /// and every text before every blob. So a bound below keeps NaN out by itself, a bound
+    /// above is closed with `< ''` (below every text), and -0.0, numerically 0, is added by
+    /// equality with its blob where 0 is in the range.
+    private func indexableNumeric(_ c: Comparison, raw column: String, _ arguments: inout [SQLValue]) -> String? {
+        func number(_ expression: ObjectStore.PredicateExpression) -> Double? {
+            switch expression {
+            case .constant(.double(let d)?) where !d.isNaN: d
+            case .constant(.integer(let i)?): Double(i)
+            case .constant(.date(let d)?) where !d.timeIntervalSinceReferenceDate.isNaN: d.timeIntervalSinceReferenceDate
+            default: nil
+            }
+        }
+        func bind(_ d: Double) -> String {
+            arguments.append(.real(d == 0 ? 0 : d))   // a zero bound is 0.0, whatever its sign
+            return "?\(arguments.count)"
+        }
+        func orMinusZero(_ sql: String, if zeroMatches: Bool) -> String {
+            guard zeroMatches else { return sql }
+            arguments.append(SQLiteValues.sql(.double(-0.0)))
+            return "(\(sql)) OR \(column) = ?\(arguments.count)"
+        }
+        switch (c.op, c.rhs) {
+        case (.equal, let rhs):
+            guard let v = number(rhs) else { return nil }
+            return orMinusZero("\(column) = \(bind(v))", if: v == 0)
+        case (.lessThan, let rhs):
+            guard let v = number(rhs) else { return nil }
+            return orMinusZero("\(column) < \(bind(v))", if: 0 < v)
+        case (.lessThanOrEqual, let rhs):
+            guard let v = number(rhs) else { return nil }
+            return orMinusZero("\(column) <= \(bind(v))", if: 0 <= v)
+        case (.greaterThan, let rhs):
+            guard let v = number(rhs) else { return nil }
+            return orMinusZero("\(column) > \(bind(v)) AND \(column) < ''", if: 0 > v)
+        case (.greaterThanOrEqual, let rhs):
+            guard let v = number(rhs) else { return nil }
+            return orMinusZero("\(column) >= \(bind(v)) AND \(column) < ''", if: 0 >= v)
+        case (.between, .list(let bounds)) where bounds.count == 2:
+            guard let low = number(bounds[0]), let high = number(bounds[1]) else { return nil }
+            return orMinusZero("\(column) BETWEEN \(bind(low)) AND \(bind(high))", if: low <= 0 && 0 <= high)
+        case (.in, .list(let items)):
+            let values = items.compactMap(number)
+            guard values.count == items.count else { return nil }
+            if values.isEmpty { return "0" }
+            return orMinusZero("\(column) IN (\(values.map(bind).joined(separator: ", ")))", if: values.contains(0))
+        default:
+            return nil
+        }
+    }
+
     private func comparison(_ c: Comparison, _ arguments: inout [SQLValue]) -> String? {
         guard c.quantifier == .direct, case .keyPath(let path) = c.lhs, let (name, type) = column(path) else { return nil }
         let column = Self.numeric("t.\(quote(name))", type)
@@ -136,6 +189,9 @@ struct SQLiteQuery {
             return "\(SQLiteFunctions.stringComparison)('\(c.op.rawValue)', \(c.options.rawValue), \(column), \(bind(.string(s))))"
         }
         guard c.options.isEmpty else { return nil }
+        if type == .double || type == .float || type == .date, let sql = indexableNumeric(c, raw: "t.\(quote(name))", &arguments) {
+            return sql
+        }
         // NaN is stored as text; keep it out of ordering comparisons, where SQL would sort it after numbers.
         let numeric = (type == .double || type == .float || type == .date) ? " AND typeof(\(column)) != 'text'" : ""
         switch (c.op, c.rhs) {

@@ -157,14 +157,34 @@ final class SQLiteReader {
         return record
     }
 
-    /// Records of a table matching an SQL condition (on alias `t`), in the given order and window.
-    func records(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
-                 order: String = "t.Z_PK", limit: Int? = nil, offset: Int = 0) throws -> [ObjectRecord] {
+    /// A SELECT of a table's rows matching an SQL condition (on alias `t`), in the given order and window.
+    struct Select {
+        var table: String
+        var sql: String
+        var arguments: [SQLValue]
+    }
+
+    func select(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
+                order: String = "t.Z_PK", limit: Int? = nil, offset: Int = 0) -> Select {
         var sql = "SELECT \(selectLists[table]!.sql) FROM \(quote(table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
         if let condition { sql += " AND (\(condition))" }
         sql += " ORDER BY \(order)"
-        if limit != nil || offset > 0 { sql += " LIMIT \(limit ?? -1) OFFSET \(offset)" }
-        return try connection.statement(sql).rows(arguments) { try decode($0, table: table) }.compactMap { $0 }
+        var arguments = arguments
+        if limit != nil || offset > 0 {
+            // Bound, not written into the SQL: a paginated read prepares one statement, not one per page.
+            sql += " LIMIT ?\(arguments.count + 1) OFFSET ?\(arguments.count + 2)"
+            arguments += [.integer(Int64(limit ?? -1)), .integer(Int64(offset))]
+        }
+        return Select(table: table, sql: sql, arguments: arguments)
+    }
+
+    func records(_ select: Select) throws -> [ObjectRecord] {
+        try connection.statement(select.sql).rows(select.arguments) { try decode($0, table: select.table) }.compactMap { $0 }
+    }
+
+    func records(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
+                 order: String = "t.Z_PK", limit: Int? = nil, offset: Int = 0) throws -> [ObjectRecord] {
+        try records(select(table: table, kinds: kinds, condition: condition, arguments: arguments, order: order, limit: limit, offset: offset))
     }
 
     func record(for key: ObjectKey) throws -> ObjectRecord? {
@@ -209,23 +229,51 @@ final class SQLiteReader {
 
     // MARK: Fetch
 
-    func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+    /// How a fetch runs: one SELECT, and what is left for Swift (a residual predicate, a sort
+    /// SQL cannot do the evaluator's way, and then the window).
+    private struct FetchPlan {
+        var select: Select
+        var residual: ObjectPredicate?
+        var finishesInSwift: Bool
+    }
+
+    private func fetchPlan(_ request: FetchRequest) throws -> FetchPlan {
         let entity = try self.entity(request.entityName)
         let kinds = request.includesSubentities ? entity.kinds : [entity.number]
-        let plan = SQLiteQuery(entity: request.entityName, schema: schema, model: model).plan(request.predicate)
-        let order = SQLiteQuery(entity: request.entityName, schema: schema, model: model).order(request.sortDescriptors)
+        let query = SQLiteQuery(entity: request.entityName, schema: schema, model: model)
+        let plan = query.plan(request.predicate)
+        // Key order, spelled `+t.Z_PK` under a condition: SQLite may then find the rows through an
+        // index on the condition and sort the few it finds, instead of reading the whole table in key order.
+        let keyOrder = plan.sql == nil ? "t.Z_PK" : "+t.Z_PK"
+        let order = request.sortDescriptors.isEmpty ? keyOrder : query.order(request.sortDescriptors)
         if plan.residual == nil, let order {
-            return try records(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments,
-                               order: order, limit: request.fetchLimit, offset: max(0, request.fetchOffset))
+            return FetchPlan(select: select(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments,
+                                            order: order, limit: request.fetchLimit, offset: max(0, request.fetchOffset)),
+                             residual: nil, finishesInSwift: false)
         }
-        // Narrow with SQL, then finish in Swift with the shared semantics.
-        var subjects = try records(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments)
-            .map { SQLiteSubject(record: $0, reader: self) }
+        return FetchPlan(select: select(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments, order: keyOrder),
+                         residual: plan.residual, finishesInSwift: true)
+    }
+
+    func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        let plan = try fetchPlan(request)
+        guard plan.finishesInSwift else { return try records(plan.select) }
+        // Narrowed with SQL, finished in Swift with the shared semantics.
+        var subjects = try records(plan.select).map { SQLiteSubject(record: $0, reader: self) }
         if let residual = plan.residual {
             subjects = try subjects.filter { try PredicateEvaluator.evaluate(residual, on: $0) }
         }
         try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.record.key.primaryKey < $1.record.key.primaryKey }
         return subjects.dropFirst(max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map(\.record)
+    }
+
+    /// SQLite's plan for the SELECT a fetch runs (`EXPLAIN QUERY PLAN`), one line per step.
+    func queryPlan(_ request: FetchRequest) throws -> [String] {
+        let select = try fetchPlan(request).select
+        return try connection.statement("EXPLAIN QUERY PLAN " + select.sql).rows(select.arguments) { row in
+            if case .text(let detail) = row.column(3) { return detail }
+            return ""
+        }
     }
 
     func count(_ request: FetchRequest) throws -> Int {

@@ -148,6 +148,17 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         try withReader { try $0.fetch(request) }
     }
 
+    /// SQLite's plan for the SELECT ``fetch(_:)`` runs for `request` (`EXPLAIN QUERY PLAN`),
+    /// one line per step: whether a predicate is answered from an index, for one.
+    public func queryPlan(_ request: FetchRequest) throws -> [String] {
+        try withReader { try $0.queryPlan(request) }
+    }
+
+    /// How many prepared statements the store's connection keeps (for tests).
+    func cachedStatementCount() throws -> Int {
+        try withReader { $0.connection.cachedStatementCount }
+    }
+
     public func count(_ request: FetchRequest) throws -> Int {
         try withReader { try $0.count(request) }
     }

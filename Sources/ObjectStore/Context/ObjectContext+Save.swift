@@ -166,10 +166,7 @@ public enum ObjectValidator {
     }
 
     private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {
-        guard let regex = try? NSRegularExpression(pattern: pattern) else { return false }
-        let range = NSRange(s.startIndex..., in: s)
-        guard let match = regex.firstMatch(in: s, options: [.anchored], range: range) else { return false }
-        return match.range == range
+        (try? WholeMatch.matches(s, pattern: pattern)) ?? false
     }
 }
 

@@ -282,18 +282,12 @@ public enum PredicateEvaluator {
     }
 
     private static func matches(_ s: String, pattern: String, _ options: Comparison.Options) throws -> Bool {
-        var regexOptions: NSRegularExpression.Options = []
-        if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
-        let regex: NSRegularExpression
+        let subject = options.contains(.diacriticInsensitive) ? fold(s, .diacriticInsensitive) : s
         do {
-            regex = try NSRegularExpression(pattern: pattern, options: regexOptions)
+            return try WholeMatch.matches(subject, pattern: pattern, caseInsensitive: options.contains(.caseInsensitive))
         } catch {
             throw StoreError(.invalidFetch, "MATCHES: \(String(reflecting: pattern)) is not a regular expression")
         }
-        let subject = options.contains(.diacriticInsensitive) ? fold(s, .diacriticInsensitive) : s
-        let range = NSRange(subject.startIndex..., in: subject)
-        guard let match = regex.firstMatch(in: subject, options: [.anchored], range: range) else { return false }
-        return match.range == range
     }
 
     /// Orders subjects by sort descriptors (missing values first when ascending).
