@@ -19,6 +19,8 @@ final class LMDBEnvironment {
     let readOnly: Bool
     private(set) var databases: [String: MDB_dbi] = [:]
     private var closed = false
+    /// Commits are not flushed one by one; ``sync()`` owes them to the disk.
+    private let deferSync: Bool
 
     static let maxDatabases: UInt32 = 2_048
     static let minimumMapSize = 64 << 20
@@ -43,14 +45,26 @@ final class LMDBEnvironment {
         handle = env
         self.path = path
         self.readOnly = readOnly
+        self.deferSync = deferSync && !readOnly
     }
 
     deinit { close() }
 
+    /// Forces every commit to stable storage (what a store opened with deferred durability
+    /// owes at close); a failure is an error, never ignored.
+    func sync() throws {
+        guard deferSync, !closed else { return }
+        let rc = mdb_env_sync(handle, 1)
+        if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
+            throw LMDBError(code: rc, what: "cannot flush the store to disk: \(full)")
+        }
+        try Self.check(rc, "cannot flush the store to disk")
+    }
+
     func close() {
         guard !closed else { return }
         closed = true
-        if !readOnly { mdb_env_sync(handle, 1) }
+        if deferSync { mdb_env_sync(handle, 1) }
         mdb_env_close(handle)
     }
 

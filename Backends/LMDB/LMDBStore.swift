@@ -158,7 +158,11 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
     /// Closes the store. Its environment (the map and the lock file) stays open while a
     /// snapshot of it is open, and closes with the last of them.
     public func close() throws {
-        lock.withLock { environment = nil }
+        let closing = lock.withLock { () -> LMDBEnvironment? in
+            defer { environment = nil }
+            return environment
+        }
+        try LMDBStoreType.mapping(fileURL) { try closing?.sync() }
     }
 
     public func snapshot() throws -> any PersistentStore {
