@@ -12,10 +12,12 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", pkgConfig: "sqlite3"),
+        // The floor: plain C loops the benchmarks measure against.
+        .target(name: "CBaseline", dependencies: ["CSQLiteBench"], path: "Sources/CBaseline"),
         .target(
             name: "BenchmarkSupport",
             dependencies: [
-                "CSQLiteBench",
+                "CSQLiteBench", "CBaseline",
                 .product(name: "ObjectModel", package: "ObjectStore"),
                 .product(name: "ObjectStore", package: "ObjectStore"),
                 .product(name: "ObjectMigration", package: "ObjectStore"),

@@ -9,6 +9,8 @@ runs=${1:-1000000}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(atomic xml jsonmodel import predicate mapping plist)
+# SwiftPM caches the main package's file list; touching the manifests makes it see new files.
+touch Package.swift ../Package.swift
 swift build -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library
 binary=.build/debug/fuzz-targets
 failed=0

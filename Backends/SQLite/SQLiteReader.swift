@@ -227,6 +227,53 @@ final class SQLiteReader {
                            arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
     }
 
+    /// Where each slot of an entity's layout is in its table's SELECT list, worked out once.
+    private struct SlotPlan {
+        let attributes: [(column: Int32, type: AttributeType, name: String)]
+        let toOne: [(key: Int32, entity: Int32?, destination: String)]
+    }
+    private var slotPlans: [Int: SlotPlan] = [:]
+
+    private func slotPlan(_ entity: SQLiteSchema.Entity, _ layout: EntityLayout) -> SlotPlan {
+        if let plan = slotPlans[entity.number] { return plan }
+        let index = selectLists[entity.table]!.index
+        let plan = SlotPlan(
+            attributes: layout.attributes.map { (index[entity.attributes[$0.name]!]!, $0.type, $0.name) },
+            toOne: layout.toOne.map { relationship in
+                let columns = entity.toOne[relationship.name]!
+                return (index[columns.key]!, columns.entity.map { index[$0]! }, relationship.destination)
+            })
+        slotPlans[entity.number] = plan
+        return plan
+    }
+
+    /// ``scan(entity:after:limit:)`` read straight into slots.
+    func scanBatch(entity name: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        let entity = try self.entity(name)
+        let description = model.entity(named: name)!
+        let plan = slotPlan(entity, description.layout)
+        let select = select(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",
+                            arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
+        var batch = RecordBatch(entity: description, capacity: min(limit, 4_096))
+        _ = try connection.statement(select.sql).rows(select.arguments) { row in
+            let r = batch.appendRow(primaryKey: row.int64(0), version: row.int64(2))
+            for (slot, attribute) in plan.attributes.enumerated() {
+                batch[r, attribute: slot] = try SQLiteValues.value(
+                    row.column(attribute.column), as: attribute.type,
+                    at: "\(entity.table) row \(batch.primaryKeys[r]), attribute \(name).\(attribute.name)", in: connection.path)
+            }
+            for (slot, link) in plan.toOne.enumerated() {
+                guard case .integer(let pk) = row.column(link.key) else { continue }
+                var target = link.destination
+                if let entityColumn = link.entity, case .integer(let n) = row.column(entityColumn), let actual = schema.byNumber[Int(n)] {
+                    target = actual
+                }
+                batch[r, toOne: slot] = ObjectKey(target, pk)
+            }
+        }
+        return batch
+    }
+
     // MARK: Fetch
 
     /// How a fetch runs: one SELECT, and what is left for Swift (a residual predicate, a sort

@@ -175,6 +175,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         try withReader { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
     }
 
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try withReader { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit) }
+    }
+
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
     }
@@ -213,6 +217,19 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+    }
+
+    /// An unchecked batch laid out by the store's own model is bound slot by slot, no record
+    /// built; any other goes through the record form (which checks and completes references,
+    /// and names what does not fit another model's layout).
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
+            return try bulkInsert(batch.records, checkingReferences: checkingReferences)
+        }
+        try checkWritable()
+        try withReader { reader in
+            try reader.connection.transaction { try SQLiteWriter(reader: reader, storeID: identifier).insert(batch) }
+        }
     }
 
     /// Closes the connection; the last connection to close folds the WAL into the main file.

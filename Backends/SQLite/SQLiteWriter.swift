@@ -143,6 +143,66 @@ struct SQLiteWriter {
         }
     }
 
+    /// Inserts a batch whose references are not checked (see ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``):
+    /// one prepared INSERT bound slot by slot; every value's type and every target's entity checked.
+    func insert(_ batch: RecordBatch) throws {
+        let description = batch.entity
+        guard let mapping = schema.entities[description.name] else { throw StoreError(.invalidChange, "no entity named \(description.name)") }
+        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(description.name) objects: the entity is abstract") }
+        guard !batch.isEmpty else { return }
+        let plan = reader.insertPlan(for: mapping.number)
+        let layout = batch.layout
+        let attributes = layout.attributes.map { plan.attributes[$0.name]! }
+        let links = layout.toOne.map { plan.toOne[$0.name]! }
+        // A target's entity number, once per entity name; nil when it is not of the relationship's destination.
+        var targetNumbers: [String: [Int: Int64]] = [:]
+        func number(of target: ObjectKey, slot: Int) throws -> Int64 {
+            if let known = targetNumbers[target.entity]?[slot] { return known }
+            let relationship = layout.toOne[slot]
+            guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true,
+                  let number = schema.entities[target.entity]?.number else {
+                throw StoreError(.invalidChange, "\(description.name).\(relationship.name): \(target) is not a \(relationship.destination)")
+            }
+            targetNumbers[target.entity, default: [:]][slot] = Int64(number)
+            return Int64(number)
+        }
+        let statement = try connection.statement(plan.sql)
+        var values = [SQLValue](repeating: .null, count: plan.width)
+        var last: Int64 = 0
+        for row in 0..<batch.count {
+            let key = batch.primaryKeys[row]
+            guard key > 0 else { throw StoreError(.invalidChange, "cannot insert \(batch.key(at: row)): primary keys start at 1") }
+            last = max(last, key)
+            values[0] = .integer(key)
+            values[1] = .integer(Int64(mapping.number))
+            values[2] = .integer(max(1, batch.versions[row]))
+            for (slot, place) in attributes.enumerated() {
+                guard let value = batch[row, attribute: slot] else { values[place.index] = .null; continue }
+                guard place.type.accepts(value) else {
+                    throw StoreError(.invalidChange, "\(batch.key(at: row)).\(layout.attributes[slot].name): \(value) is not a valid \(place.type.modelName)")
+                }
+                values[place.index] = SQLiteValues.sql(value)
+            }
+            for (slot, place) in links.enumerated() {
+                guard let target = batch[row, toOne: slot] else {
+                    values[place.key] = .null
+                    if let entity = place.entity { values[entity] = .null }
+                    continue
+                }
+                let targetNumber = try number(of: target, slot: slot)
+                values[place.key] = .integer(target.primaryKey)
+                if let entity = place.entity { values[entity] = .integer(targetNumber) }
+            }
+            do {
+                try statement.run(values)
+            } catch let error as StoreError where error.code == .invalidChange {
+                throw StoreError(.invalidChange, "cannot insert \(batch.key(at: row)): primary key \(key) is in use in \(description.rootName)'s hierarchy")
+            }
+        }
+        let root = schema.entities[description.rootName]!.number
+        try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2").run([.integer(last), .integer(Int64(root))])
+    }
+
     private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {
         let (description, mapping) = try self.description(update.key, "update")
         for name in update.toMany.keys where description.relationshipsByName[name]?.isToMany != true {

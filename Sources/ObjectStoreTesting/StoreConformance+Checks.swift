@@ -26,7 +26,7 @@ private func fetchAll(_ store: any PersistentStore, _ entity: String, where form
 }
 
 /// Values identical: doubles and dates bit for bit (so -0.0 is not 0.0), any NaN equal to any NaN.
-private func same(_ a: Value?, _ b: Value?) -> Bool {
+func same(_ a: Value?, _ b: Value?) -> Bool {
     func bits(_ v: Double) -> UInt64 { v.isNaN ? Double.nan.bitPattern : v.bitPattern }
     if case .double(let x)? = a, case .double(let y)? = b { return bits(x) == bits(y) }
     if case .date(let x)? = a, case .date(let y)? = b { return bits(x.timeIntervalSinceReferenceDate) == bits(y.timeIntervalSinceReferenceDate) }

@@ -40,6 +40,7 @@ public struct StoreConformance: Sendable {
         case streamingScan
         case snapshotIsOneMoment
         case bulkInsert
+        case batchesMatchRecords
         case reopen
         case readOnly
         case destroyAndReplace
@@ -99,6 +100,7 @@ public struct StoreConformance: Sendable {
         case .streamingScan: try streaming(scope)
         case .snapshotIsOneMoment: try snapshotIsOneMoment(scope)
         case .bulkInsert: try bulk(scope)
+        case .batchesMatchRecords: try batches(scope)
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)

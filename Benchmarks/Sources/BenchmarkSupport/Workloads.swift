@@ -1,3 +1,4 @@
+import CBaseline
 import CSQLiteBench
 import Foundation
 import LMDBStore
@@ -63,26 +64,38 @@ public func buildSourceStore(at url: URL, count: Int) throws {
     SQLite.exec(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = \(pairs); COMMIT")
 }
 
-/// The baseline: a plain C-API loop copying every row between two SQLite files of the same schema.
-public func plainCopy(from source: URL, to destination: URL) throws {
+/// The SQL that sets the destination's key counters the way the source has them.
+private let copyKeyCounters = "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZA) WHERE Z_ENT = 1; UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZB) WHERE Z_ENT = 2"
+
+/// A C baseline (``CBaseline``) run on a fresh destination store of the benchmark model's schema.
+private func cBaseline(attach: Bool, from source: URL, to destination: URL) throws -> Int {
     try? SQLiteStoreType().destroy(at: destination)
     try SQLiteStoreType().open(at: destination, model: benchmarkModel, options: StoreOptions()).close()
-    let src = SQLite.open(source.path), dst = SQLite.open(destination.path)
-    defer { sqlite3_close(src); sqlite3_close(dst) }
-    SQLite.exec(dst, "PRAGMA synchronous = NORMAL; BEGIN")
-    for table in ["ZA", "ZB"] {
-        let select = SQLite.prepare(src, "SELECT * FROM \(table) ORDER BY Z_PK")
-        let columns = sqlite3_column_count(select)
-        let insert = SQLite.prepare(dst, "INSERT INTO \(table) VALUES (\((1...columns).map { "?\($0)" }.joined(separator: ", ")))")
-        while sqlite3_step(select) == SQLITE_ROW {
-            for i in 0..<columns { sqlite3_bind_value(insert, i + 1, sqlite3_column_value(select, i)) }
-            precondition(sqlite3_step(insert) == SQLITE_DONE)
-            sqlite3_reset(insert)
-        }
-        sqlite3_finalize(select)
-        sqlite3_finalize(insert)
+    var error = [CChar](repeating: 0, count: 512)
+    let names: [String] = ["ZA", "ZB"]
+    let tables: [UnsafePointer<CChar>?] = names.map { UnsafePointer(strdup($0)) }
+    defer { tables.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
+    let rows = attach
+        ? cbaseline_attach_copy(source.path, destination.path, tables, Int32(tables.count), copyKeyCounters, &error, Int32(error.count))
+        : cbaseline_copy_loop(source.path, destination.path, tables, Int32(tables.count), copyKeyCounters, &error, Int32(error.count))
+    guard rows >= 0 else {
+        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: message])
     }
-    SQLite.exec(dst, "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZA) WHERE Z_ENT = 1; UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZB) WHERE Z_ENT = 2; COMMIT")
+    return Int(rows)
+}
+
+/// The floor of a copy: a plain C loop (one prepared SELECT and INSERT per table,
+/// `sqlite3_bind_value` per column, one transaction, WAL, synchronous=NORMAL).
+@discardableResult
+public func plainCopy(from source: URL, to destination: URL) throws -> Int {
+    try cBaseline(attach: false, from: source, to: destination)
+}
+
+/// The floor of a same-schema copy inside SQLite: ATTACH + INSERT … SELECT, from C.
+@discardableResult
+public func attachCopy(from source: URL, to destination: URL) throws -> Int {
+    try cBaseline(attach: true, from: source, to: destination)
 }
 
 /// Migrates through the manager (identity mapping) into a new store of `type`.

@@ -35,6 +35,16 @@ case "phases":
         let times = try phaseTimes(from: source, to: folder.appending(path: "phases-out.\(name)"), type: type)
         print(name, times.map { "\($0.0) \(String(format: "%.2f", $0.1))s" }.joined(separator: ", "))
     }
+case "copy":
+    let count = Int(arguments.count > 2 ? arguments[2] : "200000")!
+    let source = folder.appending(path: "copy.sqlite")
+    try buildSourceStore(at: source, count: count)
+    let loop = try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) }
+    let attached = try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) }
+    let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
+    let lmdb = try seconds { try migrate(from: source, to: folder.appending(path: "manager.lmdb"), type: LMDBStoreType()) }
+    print(String(format: "C loop %.3f s (%.0f rows/s), ATTACH %.3f s, manager→sqlite %.3f s (%.2f×), manager→lmdb %.3f s (%.2f×)",
+                 loop, Double(count) / loop, attached, managed, managed / loop, lmdb, lmdb / loop))
 case "report":
     let large = Int(arguments.count > 2 ? arguments[2] : "1000000")!
     let small = Int(arguments.count > 3 ? arguments[3] : "100000")!

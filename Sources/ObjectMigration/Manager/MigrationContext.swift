@@ -33,6 +33,9 @@ public final class MigrationContext {
     private var phaseOneRelationships: [String: [(destination: String, source: String)]] = [:]
     /// Mappings whose every relationship is written in phase 1: phase 2 has nothing left to do for them.
     private(set) var relationshipsDoneInPhaseOne: Set<String> = []
+    /// Destination entities some object was inserted into one record at a time (by a policy
+    /// or an uncompiled mapping): their attributes were not checked in phase 1.
+    private(set) var insertedOneByOne: Set<String> = []
 
     /// The model of the source store.
     public var sourceModel: ManagedObjectModel { sourceStore.model }
@@ -95,6 +98,20 @@ public final class MigrationContext {
         return true
     }
 
+    /// Whether the mapping's objects keep their keys, every source object mapped once,
+    /// by the default policy (its association costs nothing).
+    func isImplicit(_ mapping: EntityMapping) -> Bool { implicit.contains(mapping.name) }
+
+    /// The to-one relationship mappings written with the objects in phase 1 (destination name, source name).
+    func phaseOneRelationships(of mapping: EntityMapping) -> [(destination: String, source: String)] {
+        phaseOneRelationships[mapping.name] ?? []
+    }
+
+    /// The destination entity of the objects made from a source entity's objects (its first mapping's).
+    func destinationEntity(madeFrom sourceEntity: String) -> String? {
+        bySourceEntity[sourceEntity]?.first?.destinationEntity
+    }
+
     /// Whether the mapping's destination objects keep their source keys.
     func keepsKeys(_ mapping: EntityMapping) -> Bool { keepingKeys.contains(mapping.name) }
 
@@ -153,8 +170,8 @@ public final class MigrationContext {
     public func insertMappedDestination(for source: ObjectRecord, mapping: EntityMapping) throws {
         guard let entity = mapping.destinationEntity else { return }
         var toOne: [String: ObjectKey] = [:]
-        for (name, path) in phaseOneRelationships[mapping.name] ?? [] {
-            guard let target = source.toOne[path], let into = bySourceEntity[target.entity]?.first?.destinationEntity else { continue }
+        for (name, path) in phaseOneRelationships(of: mapping) {
+            guard let target = source.toOne[path], let into = destinationEntity(madeFrom: target.entity) else { continue }
             toOne[name] = ObjectKey(into, target.primaryKey)
         }
         try insertDestination(entity: entity, attributes: try mappedAttributes(for: source, mapping: mapping), toOne: toOne,
@@ -194,6 +211,7 @@ public final class MigrationContext {
             key = ObjectKey(entity, try newKey(description.rootName))
         }
         if !implicit.contains(mapping.name) { explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(key) }
+        insertedOneByOne.insert(entity)
         pendingInserts.append(ObjectRecord(key: key, attributes: values, toOne: toOne))
         if !toOne.isEmpty { pendingHasReferences = true }
         if pendingInserts.count >= batchSize { try flush() }

@@ -193,13 +193,9 @@ public final class MigrationManager: Sendable {
     /// Source objects of a mapping, batch by batch, filtered.
     private func forEachSource(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
                                _ body: (ObjectRecord) throws -> Void) throws {
-        guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { return }
-        let total = try step(m, phase, nil) { try context.sourceStore.count(FetchRequest(entity: entity, includesSubentities: false)) }
-        var done = 0
-        report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
-        for batch in context.sourceStore.batches(of: entity, size: batchSize) {
-            try checkCancelled(m, phase)
-            let records = try step(m, phase, nil) { try batch.get() }
+        try forEachBatch(m, phase, context, read: { entity, after in
+            try context.sourceStore.scan(entity: entity, after: after, limit: batchSize)
+        }) { records in
             for record in records {
                 if let filter = m.sourceFilter {
                     let keep = try step(m, phase, record.key) {
@@ -210,8 +206,51 @@ public final class MigrationManager: Sendable {
                 try step(m, phase, record.key) { try body(record) }
             }
             try step(m, phase, nil) { try context.flush() }
-            done += records.count
+            return (records.count, records.last?.key.primaryKey)
+        }
+    }
+
+    /// Phase 1 of a compiled mapping: batches of source objects become batches of destination
+    /// objects. Returns the rules their attributes break.
+    private func createObjects(_ program: SlotProgram, _ context: MigrationContext) throws -> [ValidationFailure] {
+        let m = program.mapping
+        var failures: [ValidationFailure] = []
+        try step(m, .createObjects, nil) { try context.flush() }
+        try forEachBatch(m, .createObjects, context, read: { entity, after in
+            try context.sourceStore.scanBatch(entity: entity, after: after, limit: batchSize)
+        }) { batch in
+            let made: RecordBatch
+            do {
+                made = try program.run(batch, context: context, failures: &failures)
+            } catch let failure as SlotProgram.ObjectFailure {
+                made = try step(m, .createObjects, failure.source) { () -> RecordBatch in throw failure.error }
+            }
+            // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
+            try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
+            return (batch.count, batch.primaryKeys.last)
+        }
+        return failures
+    }
+
+    /// The source entity of a mapping read in primary-key batches, with progress and
+    /// cancellation; `body` handles one batch and gives its size and last key.
+    private func forEachBatch<Batch>(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
+                                     read: (String, Int64?) throws -> Batch,
+                                     _ body: (Batch) throws -> (count: Int, last: Int64?)) throws {
+        guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { return }
+        let total = try step(m, phase, nil) { try context.sourceStore.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        var done = 0
+        var after: Int64?
+        report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
+        while true {
+            try checkCancelled(m, phase)
+            let batch = try step(m, phase, nil) { try read(entity, after) }
+            let (count, last) = try body(batch)
+            guard count > 0 else { break }
+            done += count
+            after = last
             report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: total))
+            if count < batchSize { break }
         }
     }
 
@@ -221,11 +260,17 @@ public final class MigrationManager: Sendable {
         let mappings = mapping.entityMappings.filter { $0.kind != .remove && $0.kind != .add }
         try context.reserveKeptKeys()
         for m in mappings { try step(m, .createObjects, nil) { try policy(m).beginEntityMapping(m, context: context) } }
+        // Attribute rules broken by objects of compiled mappings, by destination entity: checked in phase 1.
+        var attributeFailures: [String: [ValidationFailure]] = [:]
         // Phase 1: mappings that keep keys go first, then those that allocate new ones.
         for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
-            try forEachSource(m, .createObjects, context) { record in
-                try policy.createDestinationInstances(for: record, mapping: m, context: context)
+            if let program = SlotProgram(m, context: context) {
+                attributeFailures[program.destination.name, default: []] += try createObjects(program, context)
+            } else {
+                try forEachSource(m, .createObjects, context) { record in
+                    try policy.createDestinationInstances(for: record, mapping: m, context: context)
+                }
             }
             try step(m, .createObjects, nil) { try policy.endInstanceCreation(m, context: context); try context.flush() }
         }
@@ -249,13 +294,20 @@ public final class MigrationManager: Sendable {
         // Phase 3: every destination object, whichever mapping or policy made it.
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
+        // An entity whose every object came from compiled mappings had its attributes checked in phase 1.
+        func validate(_ entity: String, _ m: EntityMapping) throws -> [ValidationFailure] {
+            guard let checked = attributeFailures[entity], !context.insertedOneByOne.contains(entity) else {
+                return try self.validate(entity, mapping: m, destination: destination, checkingAttributes: true)
+            }
+            return try checked + self.validate(entity, mapping: m, destination: destination, checkingAttributes: false)
+        }
         for m in mappings {
-            if let d = m.destinationEntity, validated.insert(d).inserted { failures += try validate(d, mapping: m, destination: destination) }
+            if let d = m.destinationEntity, validated.insert(d).inserted { failures += try validate(d, m) }
             failures += try step(m, .validate, nil) { try policy(m).performCustomValidation(m, context: context) }
         }
         if let last = mappings.last {
             for entity in destinationModel.entityNames where validated.insert(entity).inserted {
-                failures += try validate(entity, mapping: last, destination: destination)
+                failures += try validate(entity, last)
             }
         }
         guard failures.isEmpty else {
@@ -267,16 +319,25 @@ public final class MigrationManager: Sendable {
         return context.keepsEveryKey
     }
 
-    private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore) throws -> [ValidationFailure] {
+    /// Phase 3 for one entity's objects. With `checkingAttributes` false only relationships are
+    /// checked, and an entity none of whose relationships has a rule is not read at all.
+    private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore,
+                          checkingAttributes: Bool) throws -> [ValidationFailure] {
         guard let description = destinationModel.entity(named: entity), !description.isAbstract else { return [] }
         let total = try step(m, .validate, nil) { try destination.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        guard checkingAttributes || ObjectValidator.hasRelationshipRules(description) else {
+            report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
+            return []
+        }
         var failures: [ValidationFailure] = []
         var done = 0
         for batch in destination.batches(of: entity, size: batchSize) {
             try checkCancelled(m, .validate)
             let records = try step(m, .validate, nil) { try batch.get() }
             for record in records {
-                failures += try step(m, .validate, record.key) { try ObjectValidator.failures(of: record, in: destination) }
+                failures += try step(m, .validate, record.key) {
+                    try ObjectValidator.failures(of: record, in: destination, checkingAttributes: checkingAttributes)
+                }
             }
             done += records.count
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: done, total: total))

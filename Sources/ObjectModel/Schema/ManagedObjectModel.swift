@@ -110,6 +110,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.relationships = relationships
         self.storedAttributes = attributes.filter { !$0.isTransient }
         self.storedRelationships = relationships.filter { !$0.isTransient }
+        self.layout = EntityLayout(entity: declaration.name, attributes: attributes, relationships: relationships)
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.ancestors = ancestors
@@ -130,6 +131,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let storedAttributes: [Attribute]
     /// Relationships that are stored (not transient).
     public let storedRelationships: [Relationship]
+    /// The slots of its stored attributes and to-one relationships.
+    public let layout: EntityLayout
     /// Whether this entity is `name` or descends from it.
     public func isKind(of name: String) -> Bool { self.name == name || ancestors.contains(name) }
     public var description: String { "Entity \(name)" }

@@ -149,6 +149,12 @@ public enum ObjectValidator {
         return broken
     }
 
+    /// Whether some relationship of the entity has a rule a count can break (required, or a
+    /// minimum or maximum count): when none has, its relationships need not be read to validate it.
+    public static func hasRelationshipRules(_ entity: EntityDescription) -> Bool {
+        entity.storedRelationships.contains { !$0.isOptional || ($0.isToMany && ($0.minCount > 0 || $0.maxCount > 0)) }
+    }
+
     /// The rules a relationship holding `count` objects breaks, each with a message.
     public static func check(_ relationship: Relationship, count: Int) -> [(ValidationRule, String)] {
         if count == 0 {
@@ -173,10 +179,10 @@ public enum ObjectValidator {
 extension ObjectValidator {
     /// Every rule a stored record breaks: its attributes, and its relationships'
     /// counts as `count` gives them.
-    public static func failures(of record: ObjectRecord, entity: EntityDescription, id: ObjectID,
+    public static func failures(of record: ObjectRecord, entity: EntityDescription, id: ObjectID, checkingAttributes: Bool = true,
                                 count: (Relationship) throws -> Int) rethrows -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
-        for attribute in entity.storedAttributes {
+        for attribute in entity.storedAttributes where checkingAttributes {
             for (rule, message) in check(attribute, record.attributes[attribute.name]) {
                 failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
             }
@@ -190,9 +196,10 @@ extension ObjectValidator {
     }
 
     /// Every rule a record of `store` breaks; to-many counts are read from the store.
-    public static func failures(of record: ObjectRecord, in store: any PersistentStore) throws -> [ValidationFailure] {
+    /// `checkingAttributes` false checks the relationships alone (for attributes checked before).
+    public static func failures(of record: ObjectRecord, in store: any PersistentStore, checkingAttributes: Bool = true) throws -> [ValidationFailure] {
         guard let entity = store.model.entity(named: record.key.entity) else { return [] }
-        return try failures(of: record, entity: entity, id: store.objectID(for: record.key)) { relationship in
+        return try failures(of: record, entity: entity, id: store.objectID(for: record.key), checkingAttributes: checkingAttributes) { relationship in
             relationship.isToMany
                 ? try store.relatedKeys(of: record.key, relationship: relationship.name).count
                 : (record.toOne[relationship.name] == nil ? 0 : 1)

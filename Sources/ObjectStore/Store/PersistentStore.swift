@@ -42,6 +42,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// `entity` (no sub-entities) with primary keys above `primaryKey`, in
     /// ascending primary-key order. Memory stays bounded by the batch.
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]
+    /// The objects ``scan(entity:after:limit:)`` gives, values by slot: the batch form,
+    /// for code that moves many objects (a migration, a conversion). The default reads
+    /// records through `scan` and lays them out; a backend implements it to skip the records.
+    func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch
 
     /// Writes a change set atomically: all of it or nothing.
     ///
@@ -73,6 +77,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// inverse sides of such a bulk insert (it could not for objects that do not
     /// exist yet): the caller writes them itself, as a migration does.
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
+    /// Inserts a batch of new objects exactly as ``bulkInsert(_:checkingReferences:)-([ObjectRecord],_)``
+    /// inserts the same records: the batch form. The default hands the records to the
+    /// record form; a backend implements it to skip them.
+    func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws
     /// A read-only view of the store as it is now, for reads that must agree with each
     /// other (an export, a conversion, a validation, a migration's source): every read
     /// through it sees the store at this moment, whatever is saved meanwhile, by this
@@ -95,6 +103,19 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// Bridges to ``scan(entity:after:limit:)``: a backend that implements only the record forms keeps working.
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        var batch = RecordBatch(entity: description, capacity: limit)
+        for record in try scan(entity: entity, after: primaryKey, limit: limit) { try batch.append(record) }
+        return batch
+    }
+
+    /// Bridges to the record form of `bulkInsert`.
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        try bulkInsert(batch.records, checkingReferences: checkingReferences)
+    }
+
     /// Inserts many new objects with caller-chosen primary keys, every reference checked.
     public func bulkInsert(_ records: [ObjectRecord]) throws {
         try bulkInsert(records, checkingReferences: true)

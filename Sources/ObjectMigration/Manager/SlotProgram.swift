@@ -1,0 +1,131 @@
+import ObjectModel
+import ObjectStore
+
+/// An entity mapping compiled once into a program from source slots to destination slots,
+/// so phase 1 turns a batch of source objects into a batch of destination objects without a
+/// record per object. Only mappings the default policy runs and whose objects keep their
+/// keys compile (``MigrationContext`` calls them implicit); an expression other than a copy
+/// or a constant is evaluated on a record of its source object, built only for the rows
+/// such an expression reads.
+///
+/// It does what ``MigrationContext/insertMappedDestination(for:mapping:)`` does for one
+/// record: an attribute the mapping leaves out takes its default, a copied nil stays nil
+/// unless the attribute is required and has a default, values are coerced to the
+/// destination's type, and the to-one relationships whose targets keep their keys are set.
+struct SlotProgram {
+    private enum Source {
+        /// A source attribute slot, and whether its value needs coercing to the destination type.
+        case copy(Int, coercing: Bool)
+        case given(MappingExpression)
+        /// No source value to copy: the destination's default (already coerced).
+        case absent(Value?)
+    }
+
+    let mapping: EntityMapping
+    let destination: EntityDescription
+    private let attributes: [Source]
+    /// Destination to-one slot, source to-one slot.
+    private let toOne: [(destination: Int, source: Int)]
+    private let needsRecord: Bool
+
+    /// Nil when the mapping needs the record path (a policy, new keys, a filter, or
+    /// something the record path reports as an error).
+    init?(_ m: EntityMapping, context: MigrationContext) {
+        guard context.isImplicit(m), let s = m.sourceEntity, let d = m.destinationEntity,
+              let source = context.sourceModel.entity(named: s), let destination = context.destinationModel.entity(named: d),
+              !source.isAbstract, !destination.isAbstract else { return nil }
+        let layout = destination.layout
+        // A mapping naming no stored destination attribute: the record path names the mistake.
+        guard m.attributeMappings.keys.allSatisfy({ layout.attributeSlot($0) != nil }) else { return nil }
+        var attributes: [Source] = []
+        for attribute in layout.attributes {
+            switch m.attributeMappings[attribute.name] {
+            case nil:
+                let value = attribute.defaultValue
+                guard value.map({ attribute.type.coerce($0) != nil }) ?? true else { return nil }
+                attributes.append(.absent(value.flatMap { attribute.type.coerce($0) }))
+            case .source(let path)? where !path.contains(".") && source.layout.attributeSlot(path) != nil:
+                let slot = source.layout.attributeSlot(path)!
+                attributes.append(.copy(slot, coercing: source.layout.attributes[slot].type != attribute.type))
+            case let expression?:
+                attributes.append(.given(expression))
+            }
+        }
+        var toOne: [(Int, Int)] = []
+        for (name, path) in context.phaseOneRelationships(of: m) {
+            guard let to = layout.toOneSlot(name), let from = source.layout.toOneSlot(path) else { return nil }
+            toOne.append((to, from))
+        }
+        self.mapping = m
+        self.destination = destination
+        self.attributes = attributes
+        self.toOne = toOne
+        needsRecord = attributes.contains { if case .given = $0 { true } else { false } }
+    }
+
+    /// What went wrong with one source object: the manager reports it as it reports a
+    /// failure of the record path, naming the object.
+    struct ObjectFailure: Error {
+        let source: ObjectKey
+        let error: any Error
+    }
+
+    /// The destination objects of a batch of source objects, each keeping its source key;
+    /// the rules their attributes break are added to `failures` (phase 3 then reads only
+    /// what needs the finished graph).
+    /// - Throws: ``ObjectFailure``.
+    func run(_ batch: RecordBatch, context: MigrationContext, failures: inout [ValidationFailure]) throws -> RecordBatch {
+        var out = RecordBatch(entity: destination, capacity: batch.count)
+        var targets: [String: String] = [:]   // source entity → destination entity of the objects made from it
+        for row in 0..<batch.count {
+            let key = batch.key(at: row)
+            let r = out.appendRow(primaryKey: key.primaryKey)
+            do {
+                try fill(row: r, of: &out, from: batch, row: row, context: context)
+            } catch {
+                throw ObjectFailure(source: key, error: error)
+            }
+            for (slot, attribute) in destination.layout.attributes.enumerated() {
+                for (rule, message) in ObjectValidator.check(attribute, out[r, attribute: slot]) {
+                    let id = context.destinationStore.objectID(for: ObjectKey(destination.name, key.primaryKey))
+                    failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
+                }
+            }
+            for link in toOne {
+                guard let target = batch[row, toOne: link.source] else { continue }
+                if targets[target.entity] == nil { targets[target.entity] = context.destinationEntity(madeFrom: target.entity) }
+                guard let into = targets[target.entity] else { continue }
+                out[r, toOne: link.destination] = ObjectKey(into, target.primaryKey)
+            }
+        }
+        return out
+    }
+
+    /// The attributes of one destination object.
+    private func fill(row r: Int, of out: inout RecordBatch, from batch: RecordBatch, row: Int, context: MigrationContext) throws {
+        let layout = destination.layout
+        let record = needsRecord ? batch.record(at: row) : nil
+        for (slot, source) in attributes.enumerated() {
+            let attribute = layout.attributes[slot]
+            let given: Value?
+            var coercing = true
+            switch source {
+            case .absent(let value):
+                out[r, attribute: slot] = value
+                continue
+            case .copy(let from, let coerce):
+                given = batch[row, attribute: from]
+                coercing = coerce
+            case .given(let expression):
+                given = try context.value(of: expression, on: record!)
+            }
+            // A copied nil stays nil, unless the attribute is required and has a default.
+            guard let value = given ?? (attribute.isOptional ? nil : attribute.defaultValue) else { continue }
+            guard coercing else { out[r, attribute: slot] = value; continue }
+            guard let coerced = attribute.type.coerce(value) else {
+                throw MigrationError(.expression, "\(destination.name).\(attribute.name): \(value.kindName) \(value) is not a valid \(attribute.type.modelName)")
+            }
+            out[r, attribute: slot] = coerced
+        }
+    }
+}

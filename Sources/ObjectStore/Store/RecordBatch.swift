@@ -1,0 +1,98 @@
+import ObjectModel
+
+/// Objects of one entity, their values by slot (``EntityLayout``): what moves through the
+/// store contract's batch forms (``PersistentStore/scanBatch(entity:after:limit:)`` and
+/// ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``) without a
+/// dictionary per object.
+///
+/// Rows are slot-ordered: the attribute values of row `r` are `values[r * width ..< (r + 1) * width]`.
+///
+/// ```swift
+/// var batch = RecordBatch(entity: model.entity(named: "Book")!)
+/// let row = batch.appendRow(primaryKey: 7)
+/// batch[row, attribute: batch.layout.attributeSlot("title")!] = .string("Dune")
+/// ```
+public struct RecordBatch: Sendable {
+    /// The entity every object of the batch is exactly (no sub-entities).
+    public let entity: EntityDescription
+    /// Primary keys, by row.
+    public private(set) var primaryKeys: [Int64] = []
+    /// Versions (Core Data's `Z_OPT`), by row.
+    public private(set) var versions: [Int64] = []
+    /// Attribute values, row after row, each row in slot order; nil is no value.
+    public private(set) var values: [Value?] = []
+    /// To-one relationships, row after row, each row in slot order; nil is no object.
+    public private(set) var toOne: [ObjectKey?] = []
+
+    /// An empty batch of `entity`'s objects.
+    public init(entity: EntityDescription, capacity: Int = 0) {
+        self.entity = entity
+        primaryKeys.reserveCapacity(capacity)
+        versions.reserveCapacity(capacity)
+        values.reserveCapacity(capacity * entity.layout.attributes.count)
+        toOne.reserveCapacity(capacity * entity.layout.toOne.count)
+    }
+
+    /// The slots.
+    public var layout: EntityLayout { entity.layout }
+    /// How many objects.
+    public var count: Int { primaryKeys.count }
+    /// Whether it has no objects.
+    public var isEmpty: Bool { primaryKeys.isEmpty }
+
+    /// Adds an object with no values; returns its row.
+    @discardableResult
+    public mutating func appendRow(primaryKey: Int64, version: Int64 = 1) -> Int {
+        primaryKeys.append(primaryKey)
+        versions.append(version)
+        values.append(contentsOf: repeatElement(nil, count: layout.attributes.count))
+        toOne.append(contentsOf: repeatElement(nil, count: layout.toOne.count))
+        return primaryKeys.count - 1
+    }
+
+    /// The value of an attribute slot of a row.
+    public subscript(row: Int, attribute slot: Int) -> Value? {
+        get { values[row * layout.attributes.count + slot] }
+        set { values[row * layout.attributes.count + slot] = newValue }
+    }
+
+    /// The object a to-one slot of a row names.
+    public subscript(row: Int, toOne slot: Int) -> ObjectKey? {
+        get { toOne[row * layout.toOne.count + slot] }
+        set { toOne[row * layout.toOne.count + slot] = newValue }
+    }
+
+    /// The key of a row's object.
+    public func key(at row: Int) -> ObjectKey { ObjectKey(entity.name, primaryKeys[row]) }
+
+    /// A row as a record (attributes and to-one relationships).
+    public func record(at row: Int) -> ObjectRecord {
+        var record = ObjectRecord(key: key(at: row), version: versions[row])
+        let width = layout.attributes.count, links = layout.toOne.count
+        for slot in 0..<width { if let value = values[row * width + slot] { record.attributes[layout.attributes[slot].name] = value } }
+        for slot in 0..<links { if let target = toOne[row * links + slot] { record.toOne[layout.toOne[slot].name] = target } }
+        return record
+    }
+
+    /// Every row as a record.
+    public var records: [ObjectRecord] { (0..<count).map(record(at:)) }
+
+    /// Adds a record of exactly this entity.
+    /// - Throws: ``StoreError/Code/invalidChange`` for another entity, a name that is no
+    ///   stored attribute or to-one relationship, or to-many relationships (a batch has none).
+    public mutating func append(_ record: ObjectRecord) throws {
+        guard record.key.entity == entity.name else {
+            throw StoreError(.invalidChange, "\(record.key) is not a \(entity.name) (a batch holds one entity, sub-entities apart)")
+        }
+        guard record.toMany.isEmpty else { throw StoreError(.invalidChange, "\(record.key): a batch carries no to-many relationships") }
+        let row = appendRow(primaryKey: record.key.primaryKey, version: record.version)
+        for (name, value) in record.attributes {
+            guard let slot = layout.attributeSlot(name) else { throw StoreError(.invalidChange, "\(record.key): no stored attribute named \(name)") }
+            self[row, attribute: slot] = value
+        }
+        for (name, target) in record.toOne {
+            guard let slot = layout.toOneSlot(name) else { throw StoreError(.invalidChange, "\(record.key): no stored to-one relationship named \(name)") }
+            self[row, toOne: slot] = target
+        }
+    }
+}
