@@ -259,6 +259,14 @@ final class LMDBTransaction {
         }
     }
 
+    /// How many entries a database holds, from its own statistics (`mdb_stat`): nothing is read.
+    func entryCount(_ name: String) throws -> Int {
+        guard let dbi = database(name) else { return 0 }
+        var stat = MDB_stat()
+        try LMDBEnvironment.check(mdb_stat(handle, dbi, &stat), "cannot read the statistics of \(name)")
+        return Int(stat.ms_entries)
+    }
+
     /// Keys in ascending order, starting at the first key ≥ `from`, at most `limit`.
     func keys(_ name: String, from: Data?, limit: Int?) throws -> [Data] {
         guard let dbi = database(name) else { return [] }

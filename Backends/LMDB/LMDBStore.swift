@@ -242,6 +242,11 @@ struct LMDBView: RowSource {
         try txn.contains(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey))
     }
 
+    /// LMDB counts a database's entries itself: a count reads no key (memory stays flat).
+    func rowCount(of entity: String) throws -> Int {
+        try txn.entryCount(LMDBLayout.rows(entity))
+    }
+
     func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {
         if primaryKey == Int64.max { return [] }
         let start = primaryKey.map { LMDBLayout.key($0 + 1) }

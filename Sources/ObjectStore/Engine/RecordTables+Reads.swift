@@ -41,7 +41,7 @@ extension RowSource {
             // No predicate: count keys, decode nothing.
             var total = 0
             for name in request.includesSubentities ? entity.kindNames : [entity.name] {
-                total += try primaryKeys(of: name, after: nil, limit: nil).count
+                total += try rowCount(of: name)
             }
             return Swift.min(Swift.max(0, total - Swift.max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
         }

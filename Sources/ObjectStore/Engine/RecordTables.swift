@@ -86,6 +86,8 @@ public struct RecordTables: Sendable, RowSource {
         return start < end ? Array(table.order[start..<end]) : []
     }
 
+    public func rowCount(of entity: String) -> Int { tables[entity]?.rows.count ?? 0 }
+
     /// Replaces the table of `entity` (for backends that load a whole store).
     public mutating func setTable(_ table: RecordTable, for entity: String) {
         tables[entity] = table

@@ -14,10 +14,13 @@ public protocol RowSource {
     func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64]
     /// Whether an object with `key` exists (without decoding it, where the source can).
     func exists(_ key: ObjectKey) throws -> Bool
+    /// How many objects of exactly `entity` there are (without reading them, where the source can).
+    func rowCount(of entity: String) throws -> Int
 }
 
 extension RowSource {
     public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
+    public func rowCount(of entity: String) throws -> Int { try primaryKeys(of: entity, after: nil, limit: nil).count }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
     /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a to-one that holds several objects.

@@ -74,10 +74,11 @@ final class Staging {
     /// unless `replacing`.
     static func install(_ staged: URL, type: any StoreType, at destination: URL, replacing existing: (any StoreType)?) throws {
         guard let existing else {
+            // The log folded in, the staged sidecars hold nothing the main file needs: they go
+            // first, so a kill after the move leaves at most the staging's own lock file.
             try type.checkpoint(at: staged)
-            let main = type.fileURLs(for: staged)[0]
-            try FileOperations.moveNew(main, to: destination)
-            try? type.destroy(at: staged)   // sidecars with nothing in them (a lock file)
+            for sidecar in type.fileURLs(for: staged).dropFirst() { try? FileManager.default.removeItem(at: sidecar) }
+            try FileOperations.moveNew(type.fileURLs(for: staged)[0], to: destination)
             return
         }
         if existing.name == type.name {

@@ -42,6 +42,7 @@ struct ImportCommand: ParsableCommand {
         let bytes: Data
         do { bytes = try Data(contentsOf: URL(filePath: data)) } catch { throw CLIError("\(data): cannot be read") }
         if type.storeExists(at: url) {
+            Staging.sweepAndSay(beside: url)   // what a run killed after its store was moved into place left
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
             do {
                 let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
