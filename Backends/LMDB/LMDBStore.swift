@@ -143,13 +143,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
 
     /// Every page the file's current state reaches, walked again (`deep`; opening walks them too).
     public func integrityProblems(deep: Bool) throws -> [String] {
-        guard deep else { return [] }
-        do {
-            try LMDBStoreType.checkFile(fileURL)
-            return []
-        } catch let error as StoreError where error.code == .corrupt {
-            return [error.message]
-        }
+        try LMDBStoreType.integrityProblems(fileURL, deep: deep)
     }
 
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).
@@ -311,13 +305,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws { throw refuse() }
 
     func integrityProblems(deep: Bool) throws -> [String] {
-        guard deep else { return [] }
-        do {
-            try LMDBStoreType.checkFile(fileURL)
-            return []
-        } catch let error as StoreError where error.code == .corrupt {
-            return [error.message]
-        }
+        try LMDBStoreType.integrityProblems(fileURL, deep: deep)
     }
 
     /// Another view of the same moment.

@@ -68,6 +68,18 @@ public struct LMDBStoreType: StoreType {
         }
     }
 
+    /// What `validate` reports beyond reading: with `deep`, every page the file's current
+    /// state reaches, walked again (opening walks them too).
+    static func integrityProblems(_ url: URL, deep: Bool) throws -> [String] {
+        guard deep else { return [] }
+        do {
+            try checkFile(url)
+            return []
+        } catch let error as StoreError where error.code == .corrupt {
+            return [error.message]
+        }
+    }
+
     /// Checks the file before LMDB maps it: LMDB trusts its pages, and a damaged one makes
     /// it read out of bounds (a crash), not fail. The two meta pages are checked, then every
     /// page the current one reaches (``LMDBPageWalk``). A writer in another process may reuse
