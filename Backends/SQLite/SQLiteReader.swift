@@ -254,7 +254,7 @@ final class SQLiteReader {
         let plan = slotPlan(entity, description.layout)
         let select = select(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",
                             arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
-        var batch = RecordBatch(entity: description, capacity: min(limit, 4_096))
+        var batch = RecordBatch(entity: description, capacity: limit)
         _ = try connection.statement(select.sql).rows(select.arguments) { row in
             let r = batch.appendRow(primaryKey: row.int64(0), version: row.int64(2))
             for (slot, attribute) in plan.attributes.enumerated() {

@@ -43,8 +43,7 @@ struct SQLiteWriter {
         for update in changes.updated {
             for (name, members) in update.toMany { try writeToMany(update.key, name, members) }
         }
-        let bump = try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2")
-        for (root, last) in lastKeys { try bump.run([.integer(last), .integer(Int64(root))]) }
+        for (root, last) in lastKeys { try moveKeyCounter(root, past: last) }
         try verifyTargets(changes, checkingExistence: checkingReferences)
     }
 
@@ -109,7 +108,7 @@ struct SQLiteWriter {
     private func insert(_ record: ObjectRecord) throws {
         let (description, mapping) = try self.description(record.key, "insert")
         if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(record.key): entity \(description.name) is abstract") }
-        guard record.key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(record.key): primary keys start at 1") }
+        try checkNewKey(record.key)
         for name in record.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
             throw StoreError(.invalidChange, "\(record.key): no stored to-many relationship named \(name)")
         }
@@ -135,12 +134,26 @@ struct SQLiteWriter {
             values[slot.key] = .integer(target.primaryKey)
             if let entity = slot.entity, let number = schema.entities[target.entity]?.number { values[entity] = .integer(Int64(number)) }
         }
-        let sql = plan.sql
+        try run(connection.statement(plan.sql), values, inserting: record.key, root: description.rootName)
+    }
+
+    /// A new object's key: 1 or more.
+    private func checkNewKey(_ key: ObjectKey) throws {
+        guard key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(key): primary keys start at 1") }
+    }
+
+    /// Runs one row's INSERT; the only way it fails with a constraint is a key in use.
+    private func run(_ insert: Statement, _ values: [SQLValue], inserting key: ObjectKey, root: String) throws {
         do {
-            try connection.statement(sql).run(values)
+            try insert.run(values)
         } catch let error as StoreError where error.code == .invalidChange {
-            throw StoreError(.invalidChange, "cannot insert \(record.key): primary key \(record.key.primaryKey) is in use in \(description.rootName)'s hierarchy")
+            throw StoreError(.invalidChange, "cannot insert \(key): primary key \(key.primaryKey) is in use in \(root)'s hierarchy")
         }
+    }
+
+    /// Moves the key counter of the hierarchy numbered `root` past `last`.
+    private func moveKeyCounter(_ root: Int, past last: Int64) throws {
+        try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2").run([.integer(last), .integer(Int64(root))])
     }
 
     /// Inserts a batch whose references are not checked (see ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``):
@@ -154,16 +167,16 @@ struct SQLiteWriter {
         let layout = batch.layout
         let attributes = layout.attributes.map { plan.attributes[$0.name]! }
         let links = layout.toOne.map { plan.toOne[$0.name]! }
-        // A target's entity number, once per entity name; nil when it is not of the relationship's destination.
-        var targetNumbers: [String: [Int: Int64]] = [:]
+        // A target's entity number, checked once per slot and entity name.
+        var targetNumbers = [[String: Int64]](repeating: [:], count: links.count)
         func number(of target: ObjectKey, slot: Int) throws -> Int64 {
-            if let known = targetNumbers[target.entity]?[slot] { return known }
+            if let known = targetNumbers[slot][target.entity] { return known }
             let relationship = layout.toOne[slot]
             guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true,
                   let number = schema.entities[target.entity]?.number else {
                 throw StoreError(.invalidChange, "\(description.name).\(relationship.name): \(target) is not a \(relationship.destination)")
             }
-            targetNumbers[target.entity, default: [:]][slot] = Int64(number)
+            targetNumbers[slot][target.entity] = Int64(number)
             return Int64(number)
         }
         let statement = try connection.statement(plan.sql)
@@ -171,7 +184,7 @@ struct SQLiteWriter {
         var last: Int64 = 0
         for row in 0..<batch.count {
             let key = batch.primaryKeys[row]
-            guard key > 0 else { throw StoreError(.invalidChange, "cannot insert \(batch.key(at: row)): primary keys start at 1") }
+            try checkNewKey(batch.key(at: row))
             last = max(last, key)
             values[0] = .integer(key)
             values[1] = .integer(Int64(mapping.number))
@@ -193,14 +206,9 @@ struct SQLiteWriter {
                 values[place.key] = .integer(target.primaryKey)
                 if let entity = place.entity { values[entity] = .integer(targetNumber) }
             }
-            do {
-                try statement.run(values)
-            } catch let error as StoreError where error.code == .invalidChange {
-                throw StoreError(.invalidChange, "cannot insert \(batch.key(at: row)): primary key \(key) is in use in \(description.rootName)'s hierarchy")
-            }
+            try run(statement, values, inserting: batch.key(at: row), root: description.rootName)
         }
-        let root = schema.entities[description.rootName]!.number
-        try connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, ?1) WHERE Z_ENT = ?2").run([.integer(last), .integer(Int64(root))])
+        try moveKeyCounter(schema.entities[description.rootName]!.number, past: last)
     }
 
     private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {

@@ -255,6 +255,46 @@ struct FailureTests {
         #expect(error.validationFailures.first?.objectID.primaryKey == 2)
     }
 
+    @Test("a compiled copy whose value does not fit the destination type names mapping, phase and source object", arguments: pairs)
+    func compiledCoercionFailure(_ source: String, _ destination: String) throws {
+        let narrow = model { Entity("Contact") { Attribute("fullName", .string); Attribute("identifier", .integer16) } }
+        let mapping = MappingModel(entityMappings: [
+            EntityMapping(name: "ContactToContact", kind: .copy, sourceEntity: "Contact", destinationEntity: "Contact",
+                          attributeMappings: ["fullName": .source("fullName"), "identifier": .source("identifier")]),
+        ])
+        let data = #"{"Contact": [{"_id": "c1", "identifier": 1}, {"_id": "c2", "identifier": 100000}]}"#
+        let error = try expectFailure(source, destination, mapping: mapping, to: narrow, data: data)
+        #expect(error.code == .expression)
+        #expect(error.mapping == "ContactToContact")
+        #expect(error.phase == .createObjects)
+        #expect(error.sourceObject == ObjectKey("Contact", 2))
+        #expect(error.description.contains("100000"))
+    }
+
+    @Test("phase 3 of a compiled mapping checks relationships only, and finds a missing required one", arguments: pairs)
+    func compiledRequiredRelationship(_ source: String, _ destination: String) throws {
+        func blog(authorRequired: Bool) -> ManagedObjectModel {
+            model {
+                Entity("Post") { Attribute("title", .string); Relationship("author", to: "Person", inverse: "posts", optional: !authorRequired) }
+                Entity("Person") { Attribute("name", .string); Relationship("posts", to: "Post", inverse: "author", toMany: true) }
+            }
+        }
+        let mapping = MappingModel(entityMappings: [
+            EntityMapping(name: "PostToPost", kind: .copy, sourceEntity: "Post", destinationEntity: "Post",
+                          attributeMappings: ["title": .source("title")], relationshipMappings: ["author": .source("author")]),
+            EntityMapping(name: "PersonToPerson", kind: .copy, sourceEntity: "Person", destinationEntity: "Person",
+                          attributeMappings: ["name": .source("name")], relationshipMappings: ["posts": .source("posts")]),
+        ])
+        let data = #"{"Person": [{"_id": "ann", "name": "Ann"}], "Post": [{"_id": "p1", "title": "Hi", "author": "ann"}, {"_id": "p2", "title": "Orphan"}]}"#
+        let error = try #require(throws: MigrationError.self) {
+            _ = try migrate(blog(authorRequired: false), blog(authorRequired: true), mapping: mapping, data: data, from: source, to: destination)
+        }
+        #expect(error.code == .validationFailed)
+        #expect(error.validationFailures.map(\.property) == ["author"])
+        #expect(error.validationFailures.map(\.rule) == [.required])
+        #expect(error.validationFailures.first?.objectID.entityName == "Post")
+    }
+
     @Test("a store made with another model is refused before anything is written")
     func wrongSource() throws {
         let workspace = try Workspace()

@@ -295,19 +295,19 @@ public final class MigrationManager: Sendable {
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
         // An entity whose every object came from compiled mappings had its attributes checked in phase 1.
-        func validate(_ entity: String, _ m: EntityMapping) throws -> [ValidationFailure] {
+        func entityFailures(_ entity: String, _ m: EntityMapping) throws -> [ValidationFailure] {
             guard let checked = attributeFailures[entity], !context.insertedOneByOne.contains(entity) else {
-                return try self.validate(entity, mapping: m, destination: destination, checkingAttributes: true)
+                return try validate(entity, mapping: m, destination: destination, checkingAttributes: true)
             }
-            return try checked + self.validate(entity, mapping: m, destination: destination, checkingAttributes: false)
+            return try checked + validate(entity, mapping: m, destination: destination, checkingAttributes: false)
         }
         for m in mappings {
-            if let d = m.destinationEntity, validated.insert(d).inserted { failures += try validate(d, m) }
+            if let d = m.destinationEntity, validated.insert(d).inserted { failures += try entityFailures(d, m) }
             failures += try step(m, .validate, nil) { try policy(m).performCustomValidation(m, context: context) }
         }
         if let last = mappings.last {
             for entity in destinationModel.entityNames where validated.insert(entity).inserted {
-                failures += try validate(entity, last)
+                failures += try entityFailures(entity, last)
             }
         }
         guard failures.isEmpty else {

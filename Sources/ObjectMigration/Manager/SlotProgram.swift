@@ -41,9 +41,10 @@ struct SlotProgram {
         for attribute in layout.attributes {
             switch m.attributeMappings[attribute.name] {
             case nil:
-                let value = attribute.defaultValue
-                guard value.map({ attribute.type.coerce($0) != nil }) ?? true else { return nil }
-                attributes.append(.absent(value.flatMap { attribute.type.coerce($0) }))
+                // A default that does not coerce: the record path names the mistake.
+                let value = attribute.defaultValue.map(attribute.type.coerce)
+                if case .some(nil) = value { return nil }
+                attributes.append(.absent(value ?? nil))
             case .source(let path)? where !path.contains(".") && source.layout.attributeSlot(path) != nil:
                 let slot = source.layout.attributeSlot(path)!
                 attributes.append(.copy(slot, coercing: source.layout.attributes[slot].type != attribute.type))

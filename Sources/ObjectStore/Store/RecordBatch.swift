@@ -24,9 +24,11 @@ public struct RecordBatch: Sendable {
     /// To-one relationships, row after row, each row in slot order; nil is no object.
     public private(set) var toOne: [ObjectKey?] = []
 
-    /// An empty batch of `entity`'s objects.
+    /// An empty batch of `entity`'s objects; `capacity` is a hint (room for at most 4,096
+    /// rows is reserved, so a scan's limit can be passed as it is).
     public init(entity: EntityDescription, capacity: Int = 0) {
         self.entity = entity
+        let capacity = Swift.min(Swift.max(0, capacity), 4_096)
         primaryKeys.reserveCapacity(capacity)
         versions.reserveCapacity(capacity)
         values.reserveCapacity(capacity * entity.layout.attributes.count)
