@@ -212,15 +212,21 @@ final class LMDBTransaction {
 
     /// The value under `key`, copied out of the map; nil when absent.
     func get(_ name: String, _ key: Data) throws -> Data? {
-        guard let dbi = database(name) else { return nil }
-        return try key.withUnsafeBytes { keyBytes in
+        try withValue(name, key) { $0.map { Data($0) } }
+    }
+
+    /// Runs `body` with the value under `key` in the map (nil when absent); the buffer is
+    /// valid only during the call.
+    func withValue<T>(_ name: String, _ key: Data, _ body: (UnsafeRawBufferPointer?) throws -> T) throws -> T {
+        guard let dbi = database(name) else { return try body(nil) }
+        var v = MDB_val()
+        let rc = key.withUnsafeBytes { keyBytes in
             var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-            var v = MDB_val()
-            let rc = mdb_get(handle, dbi, &k, &v)
-            if rc == MDB_NOTFOUND { return nil }
-            try LMDBEnvironment.check(rc, "cannot read from \(name)")
-            return v.mv_size == 0 ? Data() : Data(bytes: v.mv_data, count: v.mv_size)
+            return mdb_get(handle, dbi, &k, &v)
         }
+        if rc == MDB_NOTFOUND { return try body(nil) }
+        try LMDBEnvironment.check(rc, "cannot read from \(name)")
+        return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
     /// Whether `key` is present, without copying its value.
@@ -267,13 +273,14 @@ final class LMDBTransaction {
         return Int(stat.ms_entries)
     }
 
-    /// Keys in ascending order, starting at the first key ≥ `from`, at most `limit`.
-    func keys(_ name: String, from: Data?, limit: Int?) throws -> [Data] {
-        guard let dbi = database(name) else { return [] }
+    /// Walks a database's entries in key order from the first key ≥ `from` (the first
+    /// key when nil) with one cursor, while `body` returns true. The buffers point into the
+    /// map and are valid only during the call.
+    func walk(_ name: String, from: Data?, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard let dbi = database(name) else { return }
         var cursor: OpaquePointer?
         try LMDBEnvironment.check(mdb_cursor_open(handle, dbi, &cursor), "cannot open a cursor on \(name)")
         defer { mdb_cursor_close(cursor) }
-        var keys: [Data] = []
         var k = MDB_val()
         var v = MDB_val()
         var rc: Int32
@@ -285,11 +292,25 @@ final class LMDBTransaction {
         } else {
             rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
         }
-        while rc == MDB_SUCCESS && keys.count < (limit ?? Int.max) {
-            keys.append(Data(bytes: k.mv_data, count: k.mv_size))
+        while rc == MDB_SUCCESS {
+            guard try body(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                           UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try LMDBEnvironment.check(rc, "cannot walk \(name)") }
-        return keys
+    }
+
+    /// The last key of a database, or nil when it is empty.
+    func lastKey(_ name: String) throws -> Data? {
+        guard let dbi = database(name) else { return nil }
+        var cursor: OpaquePointer?
+        try LMDBEnvironment.check(mdb_cursor_open(handle, dbi, &cursor), "cannot open a cursor on \(name)")
+        defer { mdb_cursor_close(cursor) }
+        var k = MDB_val()
+        var v = MDB_val()
+        let rc = mdb_cursor_get(cursor, &k, &v, MDB_LAST)
+        if rc == MDB_NOTFOUND { return nil }
+        try LMDBEnvironment.check(rc, "cannot read the last key of \(name)")
+        return Data(bytes: k.mv_data, count: k.mv_size)
     }
 }

@@ -37,6 +37,8 @@ public struct LMDBWriteFlags: OptionSet, Sendable {
 
     /// `MDB_NOOVERWRITE`: fail with `MDB_KEYEXIST` rather than replace an existing key.
     public static let noOverwrite = LMDBWriteFlags(rawValue: UInt32(MDB_NOOVERWRITE))
+    /// `MDB_APPEND`: the key sorts after every key of the database (fails with `MDB_KEYEXIST` otherwise).
+    public static let append = LMDBWriteFlags(rawValue: UInt32(MDB_APPEND))
 }
 
 /// Swift names for LMDB's transaction flags (`mdb_txn_begin`).

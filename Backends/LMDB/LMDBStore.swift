@@ -6,10 +6,12 @@ import ObjectStore
 /// A store in an LMDB environment through the system liblmdb: one data file
 /// (`MDB_NOSUBDIR`) plus its `-lock` file.
 ///
-/// Named databases hold the metadata (`meta`), the key counters (`counters`)
-/// and one table of rows per entity (`rows/<Entity>`, keyed by primary key in
-/// big-endian order, so a cursor walks them in key order); each row carries
-/// its relationships' keys. Every save is one write transaction; the map grows
+/// Named databases hold the metadata and the format version (`meta`), the key
+/// counters (`counters`), each entity's number and value order (`schema`, see
+/// ``LMDBRowFormat``) and one table of rows per entity (`rows/<Entity>`, keyed by
+/// primary key in big-endian order, so a cursor walks them in key order); each row
+/// holds its values in the recorded order and its relationships' keys
+/// (`docs/lmdb-format.md`). Every save is one write transaction; the map grows
 /// on demand when it is full (`StoreOptions.settings["map_size"]` sets the
 /// first size of a new store, in bytes; 64 MiB by default).
 public final class LMDBStore: PersistentStore, IntegrityChecking {
@@ -28,6 +30,8 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
     public let isReadOnly: Bool
 
     let fileURL: URL
+    /// Entity numbers and value order, as the store records them.
+    let format: LMDBRowFormat
     /// Guards ``environment``.
     private let lock = NSLock()
     /// The environment. Not Sendable: only ever touched inside `lock`, one thread
@@ -43,22 +47,35 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
         let metadata: StoreMetadata
         if FileManager.default.fileExists(atPath: url.path) {
             (environment, metadata) = try LMDBStoreType.openExisting(url, readOnly: options.readOnly, deferSync: options.deferredDurability)
-            let compatibility = metadata.compatibility(with: model)
-            guard compatibility.isCompatible else {
+            do {
+                try LMDBStoreType.mapping(url) { try environment.read { try LMDBRowFormat.checkVersion($0, url: url) } }
+                let compatibility = metadata.compatibility(with: model)
+                guard compatibility.isCompatible else {
+                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                     url: url, compatibility: compatibility)
+                }
+                format = try LMDBStoreType.mapping(url) {
+                    try environment.openDatabases(names, create: !options.readOnly)
+                    return try environment.read { try LMDBRowFormat(reading: $0, model: model, url: url) }
+                }
+            } catch {
                 environment.close()
-                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                 url: url, compatibility: compatibility)
+                throw error
             }
-            try LMDBStoreType.mapping(url) { try environment.openDatabases(names, create: !options.readOnly) }
         } else {
             guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no LMDB store", url: url) }
             do {
                 let mapSize = options.settings["map_size"].flatMap(Int.init)
                 environment = try LMDBStoreType.mapping(url) { try LMDBEnvironment(path: url.path, readOnly: false, mapSize: mapSize, deferSync: options.deferredDurability) }
                 metadata = try StoreMetadata(storeType: Self.typeName, model: model)
+                let newFormat = LMDBRowFormat(model: model)
+                format = newFormat
                 try LMDBStoreType.mapping(url) {
                     try environment.openDatabases(names, create: true)
-                    try environment.write { txn in try txn.put(LMDBLayout.meta, LMDBLayout.metadataKey, try PropertyListValue.binaryPropertyList(metadata.values)) }
+                    try environment.write { txn in
+                        try txn.put(LMDBLayout.meta, LMDBLayout.metadataKey, try PropertyListValue.binaryPropertyList(metadata.values))
+                        try newFormat.write(txn)
+                    }
                 }
             } catch {
                 try? LMDBStoreType().destroy(at: url)
@@ -80,24 +97,31 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
     }
 
     public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        try read { try LMDBView(txn: $0, file: fileURL.path).fetch(request, model: model) }
+        try read { try view($0).fetch(request, model: model) }
     }
 
     public func count(_ request: FetchRequest) throws -> Int {
-        try read { try LMDBView(txn: $0, file: fileURL.path).count(request, model: model) }
+        try read { try view($0).count(request, model: model) }
     }
 
     public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { try LMDBView(txn: $0, file: fileURL.path).record(for: key, model: model) }
+        try read { try view($0).record(for: key, model: model) }
     }
 
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try LMDBView(txn: $0, file: fileURL.path).relatedKeys(of: key, relationship: relationship, model: model) }
+        try read { try view($0).relatedKeys(of: key, relationship: relationship, model: model) }
     }
 
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try LMDBView(txn: $0, file: fileURL.path).scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+        try read { try view($0).scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
+
+    /// Read from one cursor, each row's values straight into their slots.
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try read { try view($0).scanBatch(entity: entity, after: primaryKey, limit: limit, model: model) }
+    }
+
+    func view(_ txn: LMDBTransaction) -> LMDBView { LMDBView(txn: txn, file: fileURL.path, format: format) }
 
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
@@ -105,14 +129,12 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try write { txn in
-            let view = LMDBView(txn: txn, file: fileURL.path)
+            let view = self.view(txn)
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
             for key in writes.deleted { try txn.delete(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) }
             for (key, row) in writes.put {
-                var writer = BinaryWriter()
-                writer.row(row)
-                try txn.put(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), writer.data)
+                try txn.put(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), try format.encode(row, of: format.format(of: key.entity, url: fileURL)))
             }
             for (root, last) in writes.lastKeys where last > (try LMDBLayout.counter(txn, root)) {
                 try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
@@ -139,6 +161,17 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+    }
+
+    /// An unchecked batch laid out by the store's own model is encoded slot by slot, in one
+    /// write transaction, appended where its keys follow the entity's last one; others take
+    /// the record path.
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
+            return try bulkInsert(batch.records, checkingReferences: checkingReferences)
+        }
+        guard !batch.isEmpty else { return }
+        try write { try view($0).insert(batch, model: model) }
     }
 
     /// Every page the file's current state reaches, walked again (`deep`; opening walks them too).
@@ -198,7 +231,7 @@ enum LMDBLayout {
     static func rows(_ entity: String) -> String { "rows/" + entity }
 
     static func databaseNames(_ model: ManagedObjectModel) -> [String] {
-        [meta, counters] + model.entityNames.map(rows)
+        [meta, counters, LMDBRowFormat.schema] + model.entityNames.map(rows)
     }
 
     /// A primary key as 8 big-endian bytes with the sign bit flipped: byte order is key order.
@@ -206,9 +239,9 @@ enum LMDBLayout {
         withUnsafeBytes(of: (UInt64(bitPattern: pk) ^ (1 << 63)).bigEndian) { Data($0) }
     }
 
-    static func primaryKey(_ data: Data) -> Int64? {
-        guard data.count == 8 else { return nil }
-        let raw = data.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    static func primaryKey<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Int64? {
+        guard bytes.count == 8 else { return nil }
+        let raw = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return Int64(bitPattern: raw ^ (1 << 63))
     }
 
@@ -225,11 +258,13 @@ enum LMDBLayout {
 struct LMDBView: RowSource {
     let txn: LMDBTransaction
     let file: String
+    let format: LMDBRowFormat
 
     func row(_ key: ObjectKey) throws -> StoredRow? {
-        guard let data = try txn.get(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) else { return nil }
-        var reader = BinaryReader(data: data, file: file)
-        return try reader.row()
+        let entity = try format.format(of: key.entity, url: URL(filePath: file))
+        return try txn.withValue(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) { bytes in
+            try bytes.map { try format.decode($0, of: entity, file: file) }
+        }
     }
 
     func exists(_ key: ObjectKey) throws -> Bool {
@@ -242,13 +277,92 @@ struct LMDBView: RowSource {
     }
 
     func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {
-        if primaryKey == Int64.max { return [] }
-        let start = primaryKey.map { LMDBLayout.key($0 + 1) }
-        return try txn.keys(LMDBLayout.rows(entity), from: start, limit: limit).map { data in
-            guard let pk = LMDBLayout.primaryKey(data) else {
-                throw StoreError(.corrupt, "a key of rows/\(entity) is \(data.count) bytes, not 8", url: URL(filePath: file))
+        var keys: [Int64] = []
+        try walk(entity, after: primaryKey, limit: limit ?? Int.max) { pk, _ in keys.append(pk) }
+        return keys
+    }
+
+    /// Walks `entity`'s rows above `primaryKey` with one cursor, at most `limit`.
+    private func walk(_ entity: String, after primaryKey: Int64?, limit: Int,
+                      _ body: (Int64, UnsafeRawBufferPointer) throws -> Void) throws {
+        if primaryKey == Int64.max || limit <= 0 { return }
+        var count = 0
+        try txn.walk(LMDBLayout.rows(entity), from: primaryKey.map { LMDBLayout.key($0 + 1) }) { key, value in
+            guard let pk = LMDBLayout.primaryKey(key) else {
+                throw StoreError(.corrupt, "a key of rows/\(entity) is \(key.count) bytes, not 8", url: URL(filePath: file))
             }
-            return pk
+            try body(pk, value)
+            count += 1
+            return count < limit
+        }
+    }
+
+    /// A batch of a streaming scan, its rows decoded from the cursor (no second lookup).
+    func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord] {
+        let entityFormat = try format.format(of: entity, url: URL(filePath: file))
+        var records: [ObjectRecord] = []
+        try walk(entity, after: primaryKey, limit: limit) { pk, bytes in
+            let key = ObjectKey(entity, pk)
+            records.append(try record(key, format.decode(bytes, of: entityFormat, file: file), model: model))
+        }
+        return records
+    }
+
+    /// A batch of a streaming scan, each row's values decoded into their slots.
+    func scanBatch(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> RecordBatch {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        let entityFormat = try format.format(of: entity, url: URL(filePath: file))
+        var batch = RecordBatch(entity: description, capacity: limit)
+        try walk(entity, after: primaryKey, limit: limit) { pk, bytes in
+            try format.decode(bytes, primaryKey: pk, into: &batch, of: entityFormat, file: file, exists: exists)
+        }
+        return batch
+    }
+
+    /// Writes a batch whose references are not checked: every key checked free in its
+    /// hierarchy, every value's type and every target's entity checked; rows appended
+    /// while their keys follow the entity's last one.
+    func insert(_ batch: RecordBatch, model: ManagedObjectModel) throws {
+        let description = batch.entity
+        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(description.name) objects: the entity is abstract") }
+        let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
+        let layout = batch.layout
+        let table = LMDBLayout.rows(description.name)
+        let root = description.rootName
+        let others = model.entity(named: root)!.kindNames.filter { $0 != description.name }
+        var checked = [Set<String>](repeating: [], count: layout.toOne.count)
+        var last = try txn.lastKey(table).flatMap(LMDBLayout.primaryKey) ?? Int64.min
+        var highest: Int64 = 0
+        var writer = BinaryWriter()
+        for row in 0..<batch.count {
+            let key = batch.key(at: row)
+            guard key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(key): primary keys start at 1") }
+            for (slot, attribute) in layout.attributes.enumerated() {
+                if let value = batch[row, attribute: slot], !attribute.type.accepts(value) {
+                    throw StoreError(.invalidChange, "\(key).\(attribute.name): \(value) is not a valid \(attribute.type.modelName)")
+                }
+            }
+            for (slot, relationship) in layout.toOne.enumerated() {
+                guard let target = batch[row, toOne: slot], !checked[slot].contains(target.entity) else { continue }
+                guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true else {
+                    throw StoreError(.invalidChange, "\(key).\(relationship.name): \(target) is not a \(relationship.destination)")
+                }
+                checked[slot].insert(target.entity)
+            }
+            let inUse = { StoreError(.invalidChange, "cannot insert \(key): primary key \(key.primaryKey) is in use in \(root)'s hierarchy") }
+            if try others.contains(where: { try exists(ObjectKey($0, key.primaryKey)) }) { throw inUse() }
+            writer.data.removeAll(keepingCapacity: true)
+            try format.encode(row: row, of: batch, format: entityFormat, into: &writer)
+            do {
+                try txn.put(table, LMDBLayout.key(key.primaryKey), writer.data, flags: key.primaryKey > last ? .append : .noOverwrite)
+            } catch let error as LMDBError where error.code == MDB_KEYEXIST {
+                throw inUse()
+            }
+            last = max(last, key.primaryKey)
+            highest = max(highest, key.primaryKey)
+        }
+        if highest > (try LMDBLayout.counter(txn, root)) {
+            try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(highest))
         }
     }
 }
@@ -262,6 +376,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     var isReadOnly: Bool { true }
 
     private let fileURL: URL
+    private let format: LMDBRowFormat
     private let lock = NSLock()
     /// The transaction. Not Sendable: only ever touched inside `lock`, one thread at a time
     /// (the environment is opened with MDB_NOTLS, so a read transaction may move between threads).
@@ -269,6 +384,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
 
     init(of store: LMDBStore, transaction: LMDBSnapshotTransaction) {
         fileURL = store.fileURL
+        format = store.format
         identifier = store.identifier
         model = store.model
         self.transaction = transaction
@@ -278,7 +394,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         try LMDBStoreType.mapping(fileURL) {
             try lock.withLock {
                 guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
-                return try body(LMDBView(txn: transaction.transaction, file: fileURL.path))
+                return try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
             }
         }
     }
@@ -295,6 +411,9 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     }
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+    }
+    func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try read { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
     func save(_ changes: ChangeSet) throws { throw refuse() }
     func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> { throw refuse() }
@@ -318,6 +437,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
 
     private init(of snapshot: LMDBSnapshot, sharing transaction: LMDBSnapshotTransaction) {
         fileURL = snapshot.fileURL
+        format = snapshot.format
         identifier = snapshot.identifier
         model = snapshot.model
         self.transaction = transaction

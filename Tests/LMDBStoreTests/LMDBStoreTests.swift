@@ -29,6 +29,48 @@ func rawEnvironment(_ url: URL, database: String, key: Data, value: Data) throws
     #expect(mdb_txn_commit(txn) == 0)
 }
 
+/// Opens a store's environment with the C API, runs `body` in a write transaction (committed
+/// when it returns true) with a function that opens a named database.
+func rawTransaction(_ url: URL, _ body: (OpaquePointer?, (String) -> MDB_dbi) throws -> Bool) throws {
+    var env: OpaquePointer?
+    #expect(mdb_env_create(&env) == 0)
+    defer { mdb_env_close(env) }
+    #expect(mdb_env_set_maxdbs(env, 64) == 0)
+    #expect(mdb_env_open(env, url.path, UInt32(MDB_NOSUBDIR), 0o644) == 0)
+    var txn: OpaquePointer?
+    #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+    let commit = try body(txn) { name in
+        var dbi: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, name, 0, &dbi) == 0, "no database \(name)")
+        return dbi
+    }
+    if commit { #expect(mdb_txn_commit(txn) == 0) } else { mdb_txn_abort(txn) }
+}
+
+/// The bytes under `key` in a database, read with the C API.
+func rawGet(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: Data) -> Data? {
+    key.withUnsafeBytes { k in
+        var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+        var mv = MDB_val()
+        guard mdb_get(txn, dbi, &mk, &mv) == 0 else { return nil }
+        return Data(bytes: mv.mv_data, count: mv.mv_size)
+    }
+}
+
+/// Puts `value` under `key` with the C API.
+func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: Data, _ value: Data) {
+    key.withUnsafeBytes { k in
+        value.withUnsafeBytes { v in
+            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var mv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+            #expect(mdb_put(txn, dbi, &mk, &mv, 0) == 0)
+        }
+    }
+}
+
+/// A primary key as a row key: 8 bytes big-endian, the sign bit flipped.
+func rowKey(_ pk: Int64) -> Data { withUnsafeBytes(of: (UInt64(bitPattern: pk) ^ (1 << 63)).bigEndian) { Data($0) } }
+
 @Suite("LMDBStore")
 struct LMDBStoreTests {
     let type = LMDBStoreType()
@@ -180,5 +222,124 @@ struct LMDBStoreTests {
         #expect(throws: StoreError.self) { _ = try reopened.fetch(FetchRequest(entity: "Pet")) }
         #expect(throws: StoreError.self) { _ = try reopened.record(for: ObjectKey("Pet", 1)) }
         try reopened.close()
+    }
+
+    // MARK: Row format version 2 (docs/lmdb-format.md), checked against bytes laid by hand
+
+    @Test("rows hold values in the recorded order with entity numbers, and name nothing")
+    func rowBytes() throws {
+        let folder = try Folder()
+        let url = folder.file("rows.lmdb")
+        let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
+        try store.save(ChangeSet(inserted: [
+            ObjectRecord(key: ObjectKey("Person", 5), attributes: ["name": .string("Ann")]),
+            ObjectRecord(key: ObjectKey("Pet", 1), attributes: ["name": .string("Rex")], toOne: ["owner": ObjectKey("Person", 5)]),
+        ]))
+        try store.close()
+        try rawTransaction(url) { txn, open in
+            // Entities numbered in name order: Car 1, Item 2, Person 3, Pet 4, … Vehicle 10.
+            #expect(rawGet(txn, open("meta"), Data("format".utf8)) == Data([2, 0, 0, 0]))
+            #expect(rawGet(txn, open("schema"), Data("Pet".utf8)) == Data([4, 1, 4]) + Data("name".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]))
+            #expect(rawGet(txn, open("schema"), Data("Vehicle".utf8)) == Data([10, 1, 6]) + Data("wheels".utf8) + Data([0, 0]))
+            // Pet 1: version 1 (zigzag 2), name "Rex" (tag 4), owner Person (3) 5 (zigzag 10).
+            #expect(rawGet(txn, open("rows/Pet"), rowKey(1)) == Data([2, 4, 3]) + Data("Rex".utf8) + Data([3, 10]))
+            // Person 5: name, age nil, nickname nil; spouse, manager none; pets [Pet 1]; friends, reports empty.
+            #expect(rawGet(txn, open("rows/Person"), rowKey(5)) == Data([2, 4, 3]) + Data("Ann".utf8) + Data([0, 0, 0, 0, 1, 4, 2, 0, 0]))
+            return false
+        }
+    }
+
+    @Test("a store of row format version 1 is refused, naming both versions, and left untouched")
+    func formatVersionOne() throws {
+        let folder = try Folder()
+        let url = folder.file("old.lmdb")
+        let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
+        try store.bulkInsert([ObjectRecord(key: ObjectKey("Pet", 1), attributes: ["name": .string("Rex")])])
+        try store.close()
+        try rawTransaction(url) { txn, open in
+            var key = MDB_val(mv_size: 6, mv_data: UnsafeMutableRawPointer(mutating: ("format" as StaticString).utf8Start))
+            #expect(mdb_del(txn, open("meta"), &key, nil) == 0)
+            return true
+        }
+        let before = try Data(contentsOf: url)
+        let error = try #require(throws: StoreError.self) { _ = try type.open(at: url, model: StoreConformance.model, options: StoreOptions()) }
+        #expect(error.code == .unsupportedFormat)
+        #expect(error.message.contains("version 1") && error.message.contains("version 2"), "\(error.message)")
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try type.readMetadata(at: url).storeUUID != nil, "the metadata stays readable")
+    }
+
+    @Test("a model that lists the same properties in another order reads every value into its place")
+    func otherPropertyOrder() throws {
+        func model(_ reversed: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Song") {
+                    if reversed {
+                        Attribute("rating", .double); Attribute("plays", .integer64); Attribute("title", .string)
+                        Relationship("next", to: "Song", inverse: "previous"); Relationship("previous", to: "Song", inverse: "next")
+                    } else {
+                        Attribute("title", .string); Attribute("plays", .integer64); Attribute("rating", .double)
+                        Relationship("previous", to: "Song", inverse: "next"); Relationship("next", to: "Song", inverse: "previous")
+                    }
+                }
+            }
+        }
+        let written = try model(false), reading = try model(true)
+        #expect(written.entity(named: "Song")!.layout.attributes.map(\.name) != reading.entity(named: "Song")!.layout.attributes.map(\.name))
+        let folder = try Folder()
+        let url = folder.file("songs.lmdb")
+        let store = try type.open(at: url, model: written, options: StoreOptions())
+        try store.save(ChangeSet(inserted: [
+            ObjectRecord(key: ObjectKey("Song", 1), attributes: ["title": .string("One"), "plays": .integer(3), "rating": .double(4.5)]),
+            ObjectRecord(key: ObjectKey("Song", 2), attributes: ["title": .string("Two"), "plays": .integer(-7)], toOne: ["previous": ObjectKey("Song", 1)]),
+        ]))
+        try store.close()
+        let reopened = try type.open(at: url, model: reading, options: StoreOptions())
+        defer { try? reopened.close() }
+        let one = try #require(try reopened.record(for: ObjectKey("Song", 1)))
+        #expect(one.attributes == ["title": .string("One"), "plays": .integer(3), "rating": .double(4.5)])
+        #expect(one.toOne == ["next": ObjectKey("Song", 2)])
+        let batch = try reopened.scanBatch(entity: "Song", after: nil, limit: 10)
+        let layout = batch.layout
+        #expect(batch[1, attribute: layout.attributeSlot("title")!] == .string("Two"))
+        #expect(batch[1, attribute: layout.attributeSlot("plays")!] == .integer(-7))
+        #expect(batch[1, attribute: layout.attributeSlot("rating")!] == nil)
+        #expect(batch[1, toOne: layout.toOneSlot("previous")!] == ObjectKey("Song", 1))
+        #expect(batch[0, toOne: layout.toOneSlot("next")!] == ObjectKey("Song", 2))
+    }
+
+    @Test("a schema record that does not fit the model is refused, naming the entity and property")
+    func schemaMismatch() throws {
+        let folder = try Folder()
+        let url = folder.file("mismatch.lmdb")
+        let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
+        try store.close()
+        try rawTransaction(url) { txn, open in
+            rawPut(txn, open("schema"), Data("Pet".utf8), Data([4, 1, 4]) + Data("nome".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]))
+            return true
+        }
+        let error = try #require(throws: StoreError.self) { _ = try type.open(at: url, model: StoreConformance.model, options: StoreOptions()) }
+        #expect(error.code == .incompatibleModel)
+        #expect(error.message.contains("Pet") && error.message.contains("nome"), "\(error.message)")
+    }
+
+    @Test("a batch insert refuses a key in use in the hierarchy and a value of the wrong type, writing nothing")
+    func batchInsertChecks() throws {
+        let folder = try Folder()
+        let store = try type.open(at: folder.file("batch.lmdb"), model: StoreConformance.model, options: StoreOptions())
+        defer { try? store.close() }
+        try store.bulkInsert([ObjectRecord(key: ObjectKey("Car", 3), attributes: ["wheels": .integer(4)])])
+        var batch = RecordBatch(entity: StoreConformance.model.entity(named: "Truck")!)
+        for pk in [5, 4, 3] as [Int64] { batch[batch.appendRow(primaryKey: pk), attribute: 0] = .integer(6) }
+        #expect(throws: StoreError.self) { try store.bulkInsert(batch, checkingReferences: false) }
+        var wrong = RecordBatch(entity: StoreConformance.model.entity(named: "Truck")!)
+        wrong[wrong.appendRow(primaryKey: 9), attribute: 0] = .string("six")
+        #expect(throws: StoreError.self) { try store.bulkInsert(wrong, checkingReferences: false) }
+        #expect(try store.count(FetchRequest(entity: "Truck")) == 0)
+        var fine = RecordBatch(entity: StoreConformance.model.entity(named: "Truck")!)
+        for pk in [7, 5, 6] as [Int64] { fine[fine.appendRow(primaryKey: pk), attribute: 0] = .integer(6) }
+        try store.bulkInsert(fine, checkingReferences: false)
+        #expect(try store.scanBatch(entity: "Truck", after: nil, limit: 10).primaryKeys == [5, 6, 7])
+        #expect(try store.lastAllocatedKey(entity: "Truck") == 7)
     }
 }

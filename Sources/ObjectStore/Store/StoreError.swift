@@ -38,6 +38,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let alreadyExists = Code("alreadyExists")
         /// The file is not a store of the expected type, or is damaged.
         public static let corrupt = Code("corrupt")
+        /// The store is written in a version of its backend's file format that this build does not read.
+        public static let unsupportedFormat = Code("unsupportedFormat")
         /// A file operation failed.
         public static let io = Code("io")
         /// The store was opened read-only, or its file is read-only.

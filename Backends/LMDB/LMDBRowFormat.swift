@@ -1,0 +1,243 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// The store's row format (version 2, `docs/lmdb-format.md`): which number each entity
+/// has and in which order its values are written, read from the store's `schema`
+/// database when it opens, written there when it is created.
+///
+/// A row names nothing: its values follow the order the `schema` database gives, so a
+/// model that lists the same attributes in another order still reads every value into
+/// its own slot.
+final class LMDBRowFormat: Sendable {
+    /// The version this build reads and writes.
+    static let version: UInt32 = 2
+    /// The key of the version in the `meta` database (a 4-byte little-endian integer;
+    /// stores of version 1 have none).
+    static let versionKey = Data("format".utf8)
+    /// The database that holds one record per entity.
+    static let schema = "schema"
+
+    /// Each entity's format, by name.
+    let entities: [String: LMDBEntityFormat]
+    /// Entity names by number − 1.
+    private let names: [String]
+
+    private init(entities: [LMDBEntityFormat]) {
+        self.entities = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
+        names = entities.sorted { $0.number < $1.number }.map(\.name)
+    }
+
+    /// The format of a new store: entities numbered 1, 2, 3… in name order, values in
+    /// the order of each entity's layout.
+    convenience init(model: ManagedObjectModel) {
+        self.init(entities: model.entityNames.sorted().enumerated().map { index, name in
+            let entity = model.entity(named: name)!
+            return LMDBEntityFormat(name: name, number: index + 1, attributes: entity.layout.attributes.map(\.name),
+                                    toOne: entity.layout.toOne.map(\.name), toMany: Self.toMany(of: entity), layout: entity.layout)
+        })
+    }
+
+    /// The format a store records, checked against `model`.
+    /// - Throws: ``StoreError`` `corrupt` for a record that cannot be read or numbers that
+    ///   collide; `incompatibleModel` naming the entity and property where the store and
+    ///   the model differ.
+    convenience init(reading txn: LMDBTransaction, model: ManagedObjectModel, url: URL) throws {
+        var formats: [LMDBEntityFormat] = []
+        var numbers: Set<Int> = []
+        try txn.walk(Self.schema, from: nil) { key, value in
+            guard let name = String(bytes: key, encoding: .utf8) else {
+                throw StoreError(.corrupt, "the schema database holds a name that is not UTF-8", url: url)
+            }
+            var reader = BinaryReader(data: Data(value), file: url.path)
+            let number = Int(try reader.varint())
+            var lists: [[String]] = []
+            for _ in 0..<3 { lists.append(try (0..<(try reader.count())).map { _ in try reader.string() }) }
+            guard reader.offset == reader.end, number > 0, number <= model.entityNames.count, numbers.insert(number).inserted else {
+                throw StoreError(.corrupt, "the schema record of \(name) is damaged", url: url)
+            }
+            guard let entity = model.entity(named: name) else {
+                throw StoreError(.incompatibleModel, "the store has an entity \(name) that the model does not", url: url)
+            }
+            let format = LMDBEntityFormat(name: name, number: number, attributes: lists[0], toOne: lists[1], toMany: lists[2], layout: entity.layout)
+            try format.check(against: entity, toMany: Self.toMany(of: entity), url: url)
+            formats.append(format)
+            return true
+        }
+        if let missing = model.entityNames.sorted().first(where: { name in !formats.contains { $0.name == name } }) {
+            throw StoreError(.incompatibleModel, "the store has no entity \(missing), which the model has", url: url)
+        }
+        self.init(entities: formats)
+    }
+
+    /// Records the format: the version in `meta`, one record per entity in `schema`.
+    func write(_ txn: LMDBTransaction) throws {
+        try txn.put(LMDBLayout.meta, Self.versionKey, withUnsafeBytes(of: Self.version.littleEndian) { Data($0) })
+        for entity in entities.values {
+            var writer = BinaryWriter()
+            writer.varint(UInt64(entity.number))
+            for list in [entity.attributes, entity.toOne, entity.toMany] {
+                writer.varint(UInt64(list.count))
+                for name in list { writer.string(name) }
+            }
+            try txn.put(Self.schema, Data(entity.name.utf8), writer.data)
+        }
+    }
+
+    /// The version a store records (1 when it records none).
+    /// - Throws: ``StoreError`` `corrupt` when the record is not 4 bytes.
+    static func recordedVersion(_ txn: LMDBTransaction, url: URL) throws -> UInt32 {
+        guard let data = try txn.get(LMDBLayout.meta, versionKey) else { return 1 }
+        guard data.count == 4 else { throw StoreError(.corrupt, "the store's format version is \(data.count) bytes, not 4", url: url) }
+        return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+    }
+
+    /// Refuses a store written in another version of the format, naming both.
+    static func checkVersion(_ txn: LMDBTransaction, url: URL) throws {
+        let recorded = try recordedVersion(txn, url: url)
+        guard recorded == version else {
+            let how = recorded < version
+                ? "it was written by an earlier ObjectStore: export it to JSON with that build and import it with this one"
+                : "it was written by a later ObjectStore"
+            throw StoreError(.unsupportedFormat, "the store's LMDB row format is version \(recorded); this build reads version \(version) (\(how))", url: url)
+        }
+    }
+
+    /// An entity's stored to-many relationships, in model order.
+    static func toMany(of entity: EntityDescription) -> [String] {
+        entity.relationships.filter { $0.isToMany && !$0.isTransient }.map(\.name)
+    }
+
+    func format(of entity: String, url: URL) throws -> LMDBEntityFormat {
+        guard let format = entities[entity] else { throw StoreError(.invalidFetch, "no entity named \(entity)", url: url) }
+        return format
+    }
+
+    // MARK: Rows
+
+    /// A row's bytes: the version, the attribute values, the to-one keys, then each
+    /// to-many's count and keys, in the entity's recorded order.
+    func encode(_ row: StoredRow, of format: LMDBEntityFormat) throws -> Data {
+        var writer = BinaryWriter()
+        writer.signed(row.version)
+        for name in format.attributes { writer.value(row.attributes[name]) }
+        for name in format.toOne { try key(row.relationships[name]?.first, into: &writer) }
+        for name in format.toMany {
+            let keys = row.relationships[name] ?? []
+            writer.varint(UInt64(keys.count))
+            for key in keys { try self.key(key, into: &writer) }
+        }
+        return writer.data
+    }
+
+    /// The row of `bytes`.
+    func decode(_ bytes: UnsafeRawBufferPointer, of format: LMDBEntityFormat, file: String) throws -> StoredRow {
+        try read(bytes, file: file) { reader in
+            var row = StoredRow(version: try reader.signed(), attributes: [:], relationships: [:])
+            for name in format.attributes { if let value = try reader.value() { row.attributes[name] = value } }
+            for name in format.toOne { if let key = try key(&reader) { row.relationships[name] = [key] } }
+            for name in format.toMany {
+                let keys = try (0..<(try reader.count())).map { _ in try member(&reader) }
+                if !keys.isEmpty { row.relationships[name] = keys }
+            }
+            return row
+        }
+    }
+
+    /// Appends the row of `bytes` to `batch` (an entity of this format); `exists` says
+    /// whether a to-one's target is there (a to-one whose target is gone is left out, as
+    /// the record forms leave it out).
+    func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, into batch: inout RecordBatch, of format: LMDBEntityFormat,
+                file: String, exists: (ObjectKey) throws -> Bool) throws {
+        try read(bytes, file: file) { reader in
+            let row = batch.appendRow(primaryKey: primaryKey, version: try reader.signed())
+            for slot in format.attributeSlots { batch[row, attribute: slot] = try reader.value() }
+            for slot in format.toOneSlots {
+                if let target = try key(&reader), try exists(target) { batch[row, toOne: slot] = target }
+            }
+            for _ in format.toMany { for _ in 0..<(try reader.count()) { _ = try member(&reader) } }
+        }
+    }
+
+    /// The bytes of a batch's row; to-many relationships are empty (a batch carries none).
+    func encode(row: Int, of batch: RecordBatch, format: LMDBEntityFormat, into writer: inout BinaryWriter) throws {
+        writer.signed(Swift.max(1, batch.versions[row]))
+        for slot in format.attributeSlots { writer.value(batch[row, attribute: slot]) }
+        for slot in format.toOneSlots { try key(batch[row, toOne: slot], into: &writer) }
+        for _ in format.toMany { writer.varint(0) }
+    }
+
+    private func read<T>(_ bytes: UnsafeRawBufferPointer, file: String, _ body: (inout BinaryReader) throws -> T) throws -> T {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            throw StoreError(.corrupt, "an empty row", url: URL(filePath: file))
+        }
+        var reader = BinaryReader(data: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none), file: file)
+        let result = try body(&reader)
+        guard reader.offset == reader.end else { throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after a row", at: reader.offset) }
+        return result
+    }
+
+    /// A key: its entity's number then its primary key; no object is the number 0.
+    private func key(_ key: ObjectKey?, into writer: inout BinaryWriter) throws {
+        guard let key else { writer.varint(0); return }
+        guard let entity = entities[key.entity] else { throw StoreError(.invalidChange, "no entity named \(key.entity)") }
+        writer.varint(UInt64(entity.number))
+        writer.signed(key.primaryKey)
+    }
+
+    private func key(_ reader: inout BinaryReader) throws -> ObjectKey? {
+        let at = reader.offset
+        let number = try reader.varint()
+        if number == 0 { return nil }
+        guard number <= UInt64(names.count) else { throw reader.corrupt("no entity has the number \(number)", at: at) }
+        return ObjectKey(names[Int(number) - 1], try reader.signed())
+    }
+
+    /// A key of a to-many list, where no object is damage.
+    private func member(_ reader: inout BinaryReader) throws -> ObjectKey {
+        let at = reader.offset
+        guard let key = try key(&reader) else { throw reader.corrupt("a to-many relationship holds no object", at: at) }
+        return key
+    }
+}
+
+/// One entity's number and the order its values are written in.
+struct LMDBEntityFormat: Sendable {
+    let name: String
+    let number: Int
+    /// Attribute names, in the order rows hold their values.
+    let attributes: [String]
+    let toOne: [String]
+    let toMany: [String]
+    /// For each value a row holds, its slot in the entity's layout.
+    let attributeSlots: [Int]
+    let toOneSlots: [Int]
+
+    init(name: String, number: Int, attributes: [String], toOne: [String], toMany: [String], layout: EntityLayout) {
+        self.name = name
+        self.number = number
+        self.attributes = attributes
+        self.toOne = toOne
+        self.toMany = toMany
+        attributeSlots = attributes.map { layout.attributeSlot($0) ?? -1 }
+        toOneSlots = toOne.map { layout.toOneSlot($0) ?? -1 }
+    }
+
+    /// Checks that the store records exactly the entity's stored properties.
+    func check(against entity: EntityDescription, toMany modelToMany: [String], url: URL) throws {
+        let lists = [("attribute", attributes, entity.layout.attributes.map(\.name)),
+                     ("to-one relationship", toOne, entity.layout.toOne.map(\.name)),
+                     ("to-many relationship", toMany, modelToMany)]
+        for (kind, stored, modelled) in lists {
+            if let extra = stored.first(where: { !modelled.contains($0) }) {
+                throw StoreError(.incompatibleModel, "the store's \(name) has a \(kind) \(extra) that the model does not", url: url)
+            }
+            if let missing = modelled.first(where: { !stored.contains($0) }) {
+                throw StoreError(.incompatibleModel, "the store's \(name) has no \(kind) \(missing), which the model has", url: url)
+            }
+            if Set(stored).count != stored.count {
+                throw StoreError(.corrupt, "the schema record of \(name) names a \(kind) twice", url: url)
+            }
+        }
+    }
+}
