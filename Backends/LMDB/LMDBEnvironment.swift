@@ -21,6 +21,8 @@ final class LMDBEnvironment {
     private var closed = false
     /// Commits are not flushed one by one; ``sync()`` owes them to the disk.
     private let deferSync: Bool
+    /// Transactions since the map's pages were last released (see ``releaseMapPages()``).
+    private var transactionsSinceRelease = 0
 
     static let maxDatabases: UInt32 = 2_048
     static let minimumMapSize = 64 << 20
@@ -127,6 +129,7 @@ final class LMDBEnvironment {
             // Commit frees the transaction whatever it returns: never abort after it.
             try Self.check(mdb_txn_commit(txn), "cannot end a read transaction")
             adopt(transaction.opened)
+            countTransaction()
             return result
         }
     }
@@ -160,8 +163,54 @@ final class LMDBEnvironment {
             }
             try Self.check(rc, "cannot commit")
             adopt(transaction.opened)
+            countTransaction()
             return result
         }
+    }
+
+    /// Releases the map's pages every 64 transactions (see ``releaseMapPages()``).
+    private func countTransaction() {
+        transactionsSinceRelease += 1
+        if transactionsSinceRelease >= 64 {
+            transactionsSinceRelease = 0
+            releaseMapPages()
+        }
+    }
+
+    /// Drops the map's pages from the process's resident set. Every page a read touches
+    /// stays mapped, with the pages around it (the kernel maps neighbours on each fault),
+    /// so a long scan or a bulk write would otherwise count the whole file as the process's
+    /// memory. The map is a shared read-only file mapping: a page touched again is mapped
+    /// again from the page cache, with the same bytes, so this is safe while other
+    /// transactions read.
+    ///
+    /// liblmdb does not say where the map is (`me_mapaddr` is set only for `MDB_FIXEDMAP`),
+    /// so it is found from a value a read transaction returns: the value lies in a page of
+    /// the map, whose header holds its page number. The address is used only when meta
+    /// pages 0 and 1 (page number and magic) are where it says.
+    func releaseMapPages() {
+        var stat = MDB_stat()
+        var info = MDB_envinfo()
+        guard mdb_env_stat(handle, &stat) == MDB_SUCCESS, mdb_env_info(handle, &info) == MDB_SUCCESS,
+              let meta = databases[LMDBLayout.meta], let txn = try? beginRead() else { return }
+        defer { mdb_txn_abort(txn) }
+        let pageSize = UInt(stat.ms_psize)
+        var key = MDB_val()
+        var value = MDB_val()
+        let rc = LMDBLayout.metadataKey.withUnsafeBytes { bytes in
+            key = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            return mdb_get(txn, meta, &key, &value)
+        }
+        guard rc == MDB_SUCCESS, let inside = value.mv_data, pageSize.nonzeroBitCount == 1 else { return }
+        let page = UInt(bitPattern: inside) & ~(pageSize - 1)
+        let number = UInt(UnsafeRawPointer(bitPattern: page)!.loadUnaligned(as: UInt64.self))
+        guard number < UInt(info.me_mapsize) / pageSize, let base = UnsafeMutableRawPointer(bitPattern: page - number * pageSize) else { return }
+        for meta in 0..<2 {
+            let header = base + meta * Int(pageSize)
+            guard header.loadUnaligned(as: UInt64.self) == UInt64(meta),
+                  header.loadUnaligned(fromByteOffset: 16, as: UInt32.self) == LMDBStoreType.magic else { return }
+        }
+        madvise(base, info.me_mapsize, MADV_DONTNEED)
     }
 
     /// The current map size in bytes.

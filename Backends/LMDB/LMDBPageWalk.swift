@@ -27,13 +27,21 @@ struct LMDBPageWalk {
     let pageSize: Int
     let lastPage: UInt64
     let url: URL
+    /// Called every 1,024 pages, to drop the pages walked so far from memory.
+    let release: () -> Void
     private var visited: Set<UInt64> = []
 
-    init(data: Data, pageSize: Int, lastPage: UInt64, url: URL) {
+    init(data: Data, pageSize: Int, lastPage: UInt64, url: URL, release: @escaping () -> Void = {}) {
         self.data = data
         self.pageSize = pageSize
         self.lastPage = lastPage
         self.url = url
+        self.release = release
+    }
+
+    private mutating func visit(_ page: UInt64, _ name: String) throws {
+        guard visited.insert(page).inserted else { throw fail("\(name) reaches page \(page) twice") }
+        if visited.count % 1_024 == 0 { release() }
     }
 
     private func fail(_ message: String) -> StoreError {
@@ -73,7 +81,7 @@ struct LMDBPageWalk {
 
     private mutating func walkPage(_ number: UInt64, levelsLeft: Int, name: String, subdatabases: Bool) throws {
         guard number >= 2, number <= lastPage else { throw fail("\(name) names page \(number), outside pages 2–\(lastPage)") }
-        guard visited.insert(number).inserted else { throw fail("\(name) reaches page \(number) twice") }
+        try visit(number, name)
         let base = Int(number) * pageSize
         guard u64(base) == number else { throw fail("page \(number) says it is page \(u64(base))") }
         let flags = u16(base + 10)
@@ -127,7 +135,7 @@ struct LMDBPageWalk {
             throw fail("overflow page \(number) of \(name) spans \(pages) pages, which do not hold its \(bytes) bytes")
         }
         for page in number ..< number + pages {
-            guard visited.insert(page).inserted else { throw fail("\(name) reaches page \(page) twice") }
+            try visit(page, name)
         }
     }
 }

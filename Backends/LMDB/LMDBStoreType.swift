@@ -89,13 +89,10 @@ public struct LMDBStoreType: StoreType {
         try FileOperations.checkRegularFile(url, kind: "LMDB store")
         var lastTransaction: UInt64?
         for _ in 0..<5 {
-            let data: Data
-            do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-                throw StoreError(.io, "cannot read the file: \((error as NSError).localizedDescription)", url: url, cause: error as NSError)
-            }
+            let (data, release) = try map(url)
             let (pageSize, meta, transaction, last) = try checkMetaPages(data, url: url)
             do {
-                var walk = LMDBPageWalk(data: data, pageSize: pageSize, lastPage: last, url: url)
+                var walk = LMDBPageWalk(data: data, pageSize: pageSize, lastPage: last, url: url, release: release)
                 try walk.walk(metaOffset: meta * pageSize)
                 return
             } catch let error as StoreError {
@@ -105,6 +102,26 @@ public struct LMDBStoreType: StoreType {
             }
         }
         throw StoreError(.busy, "the store kept changing while it was checked; try again", url: url)
+    }
+
+    /// The file mapped read-only, and a function that drops the pages read so far from the
+    /// process's resident set (a walk of a large file would otherwise count all of it).
+    static func map(_ url: URL) throws -> (Data, release: () -> Void) {
+        let handle: FileHandle
+        do { handle = try FileHandle(forReadingFrom: url) } catch {
+            throw StoreError(.io, "cannot read the file: \((error as NSError).localizedDescription)", url: url, cause: error as NSError)
+        }
+        defer { try? handle.close() }
+        let fd = handle.fileDescriptor
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError(.io, "cannot read the file: \(String(cString: strerror(errno)))", url: url) }
+        let size = Int(info.st_size)
+        guard size > 0 else { return (Data(), {}) }
+        guard let base = mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0), base != MAP_FAILED else {
+            throw StoreError(.io, "cannot map the file: \(String(cString: strerror(errno)))", url: url)
+        }
+        let data = Data(bytesNoCopy: base, count: size, deallocator: .custom { pointer, count in munmap(pointer, count) })
+        return (data, { madvise(base, size, MADV_DONTNEED) })
     }
 
     /// Checks both meta pages; returns the page size, the current meta page (0 or 1), its

@@ -99,10 +99,10 @@ public func attachCopy(from source: URL, to destination: URL) throws -> Int {
 }
 
 /// Migrates through the manager (identity mapping) into a new store of `type`.
-public func migrate(from source: URL, to destination: URL, type: any StoreType) throws {
+public func migrate(from source: URL, sourceType: any StoreType = SQLiteStoreType(), to destination: URL, type: any StoreType) throws {
     try? type.destroy(at: destination)
     let manager = MigrationManager(sourceModel: benchmarkModel, destinationModel: benchmarkModel, mapping: .identity(for: benchmarkModel))
-    try manager.migrateStore(at: source, type: SQLiteStoreType(), to: destination, type: type)
+    try manager.migrateStore(at: source, type: sourceType, to: destination, type: type)
 }
 
 /// The process's peak resident memory so far, in bytes (Linux: VmHWM).

@@ -8,6 +8,7 @@ import SQLiteStore
 // migration-bench migrate <source> <destination>        : one migration, then prints the peak resident bytes
 // migration-bench copy [objects]                       : the copy figures alone (default 200,000 objects)
 // migration-bench phases [objects]                     : seconds per migration phase, to SQLite and to LMDB
+// migration-bench source <objects> <path>               : builds a source store (for `migrate` by hand)
 
 let arguments = CommandLine.arguments
 let folder = FileManager.default.temporaryDirectory.appending(path: "objectstore-bench")
@@ -28,10 +29,19 @@ func childPeak(_ source: URL, _ destination: URL) throws -> Int {
 
 switch arguments.dropFirst().first {
 case "migrate":
-    let destination = URL(filePath: arguments[3])
-    try migrate(from: URL(filePath: arguments[2]), to: destination,
-                type: destination.pathExtension == "lmdb" ? LMDBStoreType() as any StoreType : SQLiteStoreType())
+    let source = URL(filePath: arguments[2]), destination = URL(filePath: arguments[3])
+    let type = { (url: URL) in url.pathExtension == "lmdb" ? LMDBStoreType() as any StoreType : SQLiteStoreType() }
+    try migrate(from: source, sourceType: type(source), to: destination, type: type(destination))
     print(peakResidentBytes())
+    if ProcessInfo.processInfo.environment["BENCH_SMAPS"] != nil, let smaps = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) {
+        var header = ""
+        for line in smaps.split(separator: "\n") {
+            if line.first?.isHexDigit == true && line.contains("-") { header = String(line) }
+            if line.hasPrefix("Rss:"), let kb = Int(line.split(separator: " ")[1]), kb > 2048 { print(kb, "KB", header) }
+        }
+    }
+case "source":
+    try buildSourceStore(at: URL(filePath: arguments[3]), count: Int(arguments[2])!)
 case "phases":
     let count = Int(arguments.count > 2 ? arguments[2] : "100000")!
     let source = folder.appending(path: "phases.sqlite")
