@@ -77,7 +77,7 @@ let package = Package(
             name: "MigrationTests",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
-                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "TestSupport",
+                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "TestSupport", "CSQLite",
             ]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),

@@ -222,6 +222,21 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
     }
 }
 
+extension LMDBStore: ObjectCounting {
+    /// From the entity database's own statistics (`mdb_stat`): no key is read.
+    public func objectCount(of entity: String) throws -> Int {
+        guard model.entity(named: entity) != nil else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try read { try view($0).rowCount(of: entity) }
+    }
+}
+
+extension LMDBSnapshot: ObjectCounting {
+    func objectCount(of entity: String) throws -> Int {
+        guard model.entity(named: entity) != nil else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try read { try $0.rowCount(of: entity) }
+    }
+}
+
 /// Names and encodings of the store's named databases.
 enum LMDBLayout {
     static let meta = "meta"

@@ -257,7 +257,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
     }
 
-    private func withReader<T>(_ body: (SQLiteReader) throws -> T) throws -> T {
+    func withReader<T>(_ body: (SQLiteReader) throws -> T) throws -> T {
         try lock.withLock { _ in
             guard let reader else { throw StoreError(.closed, "the store is closed", url: url) }
             return try body(reader)

@@ -98,11 +98,42 @@ public func attachCopy(from source: URL, to destination: URL) throws -> Int {
     try cBaseline(attach: true, from: source, to: destination)
 }
 
-/// Migrates through the manager (identity mapping) into a new store of `type`.
-public func migrate(from source: URL, sourceType: any StoreType = SQLiteStoreType(), to destination: URL, type: any StoreType) throws {
+/// Migrates through the manager (identity mapping) into a new store of `type`: through the
+/// batch pipeline, or with `bulkCopy` letting a destination that can copy the store do so.
+public func migrate(from source: URL, sourceType: any StoreType = SQLiteStoreType(), to destination: URL, type: any StoreType,
+                    bulkCopy: Bool = false) throws {
     try? type.destroy(at: destination)
-    let manager = MigrationManager(sourceModel: benchmarkModel, destinationModel: benchmarkModel, mapping: .identity(for: benchmarkModel))
+    let manager = MigrationManager(sourceModel: benchmarkModel, destinationModel: benchmarkModel, mapping: .identity(for: benchmarkModel),
+                                   usesBulkCopy: bulkCopy)
     try manager.migrateStore(at: source, type: sourceType, to: destination, type: type)
+}
+
+/// The benchmark model with every attribute renamed and one computed from another
+/// (`label`, the upper-cased string): the destination of the transform workload.
+public let transformedModel: ManagedObjectModel = {
+    func attributes(_ p: String) -> [Attribute] {
+        [Attribute("\(p)Count", .integer64), Attribute("\(p)Ratio", .double), Attribute("\(p)Title", .string),
+         Attribute("\(p)When", .date), Attribute("\(p)Flag", .boolean), Attribute("\(p)Label", .string)]
+    }
+    return try! ManagedObjectModel(entities: [
+        Entity("A", attributes: attributes("a"), relationships: [Relationship("partner", to: "B", inverse: "partner")]),
+        Entity("B", attributes: attributes("b"), relationships: [Relationship("partner", to: "A", inverse: "partner")]),
+    ])
+}()
+
+/// Migrates the benchmark store to ``transformedModel``: renames and one computed attribute per entity.
+public func transform(from source: URL, to destination: URL) throws {
+    try? SQLiteStoreType().destroy(at: destination)
+    let mappings = ["A", "B"].map { entity in
+        let p = entity.lowercased()
+        return EntityMapping(name: "\(entity)To\(entity)", kind: .transform, sourceEntity: entity, destinationEntity: entity,
+                             attributeMappings: ["\(p)Count": .source("\(p)1"), "\(p)Ratio": .source("\(p)2"), "\(p)Title": .source("\(p)3"),
+                                                 "\(p)When": .source("\(p)4"), "\(p)Flag": .source("\(p)5"),
+                                                 "\(p)Label": .call("uppercase", [.source("\(p)3")])],
+                             relationshipMappings: ["partner": .source("partner")])
+    }
+    let manager = MigrationManager(sourceModel: benchmarkModel, destinationModel: transformedModel, mapping: MappingModel(entityMappings: mappings))
+    try manager.migrateStore(at: source, type: SQLiteStoreType(), to: destination, type: SQLiteStoreType())
 }
 
 /// The process's peak resident memory so far, in bytes (Linux: VmHWM).

@@ -58,8 +58,10 @@ case "copy":
     let attached = try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) }
     let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
     let lmdb = try seconds { try migrate(from: source, to: folder.appending(path: "manager.lmdb"), type: LMDBStoreType()) }
-    print(String(format: "C loop %.3f s (%.0f rows/s), ATTACH %.3f s, manager→sqlite %.3f s (%.2f×), manager→lmdb %.3f s (%.2f×)",
-                 loop, Double(count) / loop, attached, managed, managed / loop, lmdb, lmdb / loop))
+    let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
+    let transformed = try seconds { try transform(from: source, to: folder.appending(path: "transformed.sqlite")) }
+    print(String(format: "C loop %.3f s (%.0f rows/s), ATTACH %.3f s, manager→sqlite %.3f s (%.2f×), manager→lmdb %.3f s (%.2f×), bulk copy %.3f s (%.2f× ATTACH), transform %.3f s (%.2f×)",
+                 loop, Double(count) / loop, attached, managed, managed / loop, lmdb, lmdb / loop, bulk, bulk / attached, transformed, transformed / loop))
 case "report":
     let large = Int(arguments.count > 2 ? arguments[2] : "1000000")!
     let small = Int(arguments.count > 3 ? arguments[3] : "100000")!
@@ -72,12 +74,17 @@ case "report":
     let attached = try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) }
     let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
     let converted = try seconds { try migrate(from: source, to: folder.appending(path: "converted.lmdb"), type: LMDBStoreType()) }
+    let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
+    let transformed = try seconds { try transform(from: source, to: folder.appending(path: "transformed.sqlite")) }
     var peaks: [(String, Int, Int)] = []
     for type in ["sqlite", "lmdb"] {
         FileHandle.standardError.write(Data("peak memory → \(type) at \(small) and \(large) objects (separate processes)…\n".utf8))
-        peaks.append((type, try childPeak(smallSource, folder.appending(path: "peak-small.\(type)")),
+        peaks.append(("SQLite → \(type == "sqlite" ? "SQLite" : "LMDB")", try childPeak(smallSource, folder.appending(path: "peak-small.\(type)")),
                       try childPeak(source, folder.appending(path: "peak-large.\(type)"))))
     }
+    FileHandle.standardError.write(Data("peak memory LMDB → SQLite at \(small) and \(large) objects…\n".utf8))
+    peaks.append(("LMDB → SQLite", try childPeak(folder.appending(path: "peak-small.lmdb"), folder.appending(path: "peak-back-small.sqlite")),
+                  try childPeak(folder.appending(path: "peak-large.lmdb"), folder.appending(path: "peak-back-large.sqlite"))))
     let rate = { (seconds: Double) in Int(Double(large) / seconds) }
     let figure = { (name: String, seconds: Double, target: String) in
         "| \(name) | \(String(format: "%.2f", seconds)) s, \(rate(seconds)) objects/s | \(String(format: "%.2f", seconds / loop))× | \(target) |"
@@ -89,12 +96,14 @@ case "report":
     \(figure("C ATTACH + INSERT … SELECT", attached, "—"))
     \(figure("MigrationManager, SQLite → SQLite", managed, "≤ 2×"))
     \(figure("MigrationManager, SQLite → LMDB", converted, "≤ 1.5×"))
+    \(figure("MigrationManager, transform mapping (renames, one computed attribute), SQLite → SQLite", transformed, "≤ 3×"))
+    | MigrationManager with bulk copy, SQLite → SQLite | \(String(format: "%.2f", bulk)) s, \(rate(bulk)) objects/s | \(String(format: "%.2f", bulk / attached))× the C ATTACH | ≤ 1.25× the C ATTACH |
 
     | peak resident memory | \(small) objects | \(large) objects | ratio (target ≤ 1.2) |
     |---|---|---|---|
     """)
     for (type, smallPeak, largePeak) in peaks {
-        print("| SQLite → \(type) | \(smallPeak / 1_048_576) MiB | \(largePeak / 1_048_576) MiB | \(String(format: "%.2f", Double(largePeak) / Double(max(1, smallPeak)))) |")
+        print("| \(type) | \(smallPeak / 1_048_576) MiB | \(largePeak / 1_048_576) MiB | \(String(format: "%.2f", Double(largePeak) / Double(max(1, smallPeak)))) |")
     }
     try? FileManager.default.removeItem(at: folder)
 default:

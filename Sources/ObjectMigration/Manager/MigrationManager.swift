@@ -42,6 +42,9 @@ public final class MigrationManager: Sendable {
     public let policies: PolicyRegistry
     /// Objects read and written per batch.
     public let batchSize: Int
+    /// Whether a destination that adopts ``BulkCopying`` copies the objects itself when every
+    /// mapping moves them as they are (true by default; off, every object moves in batches).
+    public let usesBulkCopy: Bool
 
     private let cancelled = Atomic<Bool>(false)
     private let handler: (@Sendable (MigrationProgress) -> Void)?
@@ -52,8 +55,9 @@ public final class MigrationManager: Sendable {
     /// Creates a manager.
     /// - Parameter progress: called for each batch of each entity mapping and phase.
     public init(sourceModel: ManagedObjectModel, destinationModel: ManagedObjectModel, mapping: MappingModel,
-                policies: PolicyRegistry = .shared, batchSize: Int = 1_000,
+                policies: PolicyRegistry = .shared, batchSize: Int = 1_000, usesBulkCopy: Bool = true,
                 progress: (@Sendable (MigrationProgress) -> Void)? = nil) {
+        self.usesBulkCopy = usesBulkCopy
         self.sourceModel = sourceModel
         self.destinationModel = destinationModel
         self.mapping = mapping
@@ -238,7 +242,7 @@ public final class MigrationManager: Sendable {
                                      read: (String, Int64?) throws -> Batch,
                                      _ body: (Batch) throws -> (count: Int, last: Int64?)) throws {
         guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { return }
-        let total = try step(m, phase, nil) { try context.sourceStore.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        let total = try step(m, phase, nil) { try context.sourceStore.objectCount(exactly: entity) }
         var done = 0
         var after: Int64?
         report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
@@ -262,6 +266,20 @@ public final class MigrationManager: Sendable {
         for m in mappings { try step(m, .createObjects, nil) { try policy(m).beginEntityMapping(m, context: context) } }
         // Attribute rules broken by objects of compiled mappings, by destination entity: checked in phase 1.
         var attributeFailures: [String: [ValidationFailure]] = [:]
+        if let copied = try bulkCopy(mappings, context) {
+            // Phases 1 and 2 in one step; the objects are the source's, so only entities with
+            // attribute rules need their attributes checked again.
+            for m in mappings {
+                let done = m.sourceEntity.flatMap { copied[$0] } ?? 0
+                for phase in [MigrationError.Phase.createObjects, .createRelationships] {
+                    report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: done))
+                }
+                if let d = m.destinationEntity, let entity = destinationModel.entity(named: d), !ObjectValidator.hasAttributeRules(entity) {
+                    attributeFailures[d] = []
+                }
+            }
+            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+        }
         // Phase 1: mappings that keep keys go first, then those that allocate new ones.
         for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
@@ -278,7 +296,7 @@ public final class MigrationManager: Sendable {
         for m in mappings {
             if context.relationshipsDoneInPhaseOne.contains(m.name) {
                 if let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false {
-                    let total = try step(m, .createRelationships, nil) { try source.count(FetchRequest(entity: entity, includesSubentities: false)) }
+                    let total = try step(m, .createRelationships, nil) { try source.objectCount(exactly: entity) }
                     report(MigrationProgress(mapping: m.name, phase: .createRelationships, completed: total, total: total))
                 }
                 continue
@@ -291,7 +309,26 @@ public final class MigrationManager: Sendable {
             }
             try step(m, .createRelationships, nil) { try policy.endRelationshipCreation(m, context: context); try context.flush() }
         }
-        // Phase 3: every destination object, whichever mapping or policy made it.
+        return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+    }
+
+    /// Phases 1 and 2 by the destination itself (``BulkCopying``), when every mapping moves
+    /// every object as it is and keeps its key, the models are one, and the destination can
+    /// copy from the source. Returns the objects copied per entity, or nil (nothing written).
+    private func bulkCopy(_ mappings: [EntityMapping], _ context: MigrationContext) throws -> [String: Int]? {
+        guard usesBulkCopy, let copier = context.destinationStore as? any BulkCopying,
+              sourceModel.versionHashes == destinationModel.versionHashes else { return nil }
+        let entities = sourceModel.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
+        guard Set(mappings.compactMap(\.sourceEntity)) == Set(entities), mappings.count == entities.count,
+              mappings.allSatisfy({ m in context.keepsKeys(m) && SlotProgram(m, context: context)?.copiesAsIs == true }),
+              copier.canCopyObjects(of: entities, from: context.sourceStore) else { return nil }
+        return try step(mappings[0], .createObjects, nil) { try copier.copyObjects(of: entities, from: context.sourceStore) }
+    }
+
+    /// Phase 3: every destination object, whichever mapping or policy made it; an entity in
+    /// `attributeFailures` had its attributes checked already (those are the rules broken).
+    private func validate(_ mappings: [EntityMapping], _ context: MigrationContext, destination: any PersistentStore,
+                          attributeFailures: [String: [ValidationFailure]]) throws -> Bool {
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
         // An entity whose every object came from compiled mappings had its attributes checked in phase 1.

@@ -27,6 +27,10 @@ struct SlotProgram {
     /// Destination to-one slot, source to-one slot.
     private let toOne: [(destination: Int, source: Int)]
     private let needsRecord: Bool
+    /// Whether every stored attribute and to-one relationship is copied unchanged from the
+    /// source's property of the same name (no coercion, expression or default) and every
+    /// to-many relationship from the source's of the same name: the objects move as they are.
+    let copiesAsIs: Bool
 
     /// Nil when the mapping needs the record path (a policy, new keys, a filter, or
     /// something the record path reports as an error).
@@ -62,6 +66,12 @@ struct SlotProgram {
         self.attributes = attributes
         self.toOne = toOne
         needsRecord = attributes.contains { if case .given = $0 { true } else { false } }
+        copiesAsIs = s == d && zip(attributes, layout.attributes).allSatisfy { compiled, attribute in
+            if case .copy(let slot, coercing: false) = compiled { source.layout.attributes[slot].name == attribute.name } else { false }
+        } && toOne.count == layout.toOne.count && toOne.allSatisfy { layout.toOne[$0.0].name == source.layout.toOne[$0.1].name }
+            && destination.storedRelationships.filter(\.isToMany).allSatisfy { relationship in
+                if case .source(relationship.name)? = m.relationshipMappings[relationship.name] { true } else { false }
+            }
     }
 
     /// What went wrong with one source object: the manager reports it as it reports a

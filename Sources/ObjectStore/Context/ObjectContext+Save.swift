@@ -149,6 +149,13 @@ public enum ObjectValidator {
         return broken
     }
 
+    /// Whether some stored attribute of the entity has a rule a value of the right type can
+    /// break (required, or a range, length or pattern): when none has, values the model's
+    /// types already hold need not be checked again.
+    public static func hasAttributeRules(_ entity: EntityDescription) -> Bool {
+        entity.layout.attributes.contains { !$0.isOptional || $0.validation != ValidationRules() }
+    }
+
     /// Whether some relationship of the entity has a rule a count can break (required, or a
     /// minimum or maximum count): when none has, its relationships need not be read to validate it.
     public static func hasRelationshipRules(_ entity: EntityDescription) -> Bool {

@@ -62,6 +62,8 @@ struct ConvertCommand: ParsableCommand {
     @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
     @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Replace an existing destination.") var force = false
+    @Flag(name: .long, help: "Move every object through the batch pipeline, even where the destination could copy the store itself (SQLite to SQLite).")
+    var noBulkCopy = false
 
     func run() throws {
         let fromType = try StoreLocator.type(for: source, explicit: sourceType)
@@ -88,7 +90,8 @@ struct ConvertCommand: ParsableCommand {
         let from = try StoreLocator.snapshot(source, type: fromType, model: model)
         defer { try? from.close() }
         let bar = ProgressDisplay()
-        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { bar.show($0) }
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
+                                       usesBulkCopy: !noBulkCopy) { bar.show($0) }
         do {
             try manager.migrateStore(from: from, to: staging.url, type: toType)
             bar.finish()

@@ -1,0 +1,64 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// Copying a whole store's objects from another SQLite store inside SQLite: the source file
+/// attached to this store's connection, each table copied with one `INSERT … SELECT`.
+extension SQLiteStore: BulkCopying {
+    /// The name the source is attached under.
+    private static let attached = "objectstore_source"
+
+    /// Yes when `source` is another SQLite store (or a snapshot of one) with this store's
+    /// model and the same layout — every entity numbered alike, every table with the same
+    /// columns — and `entities` names every concrete entity: join tables and key counters
+    /// belong to the whole store, so this store copies only whole stores.
+    public func canCopyObjects(of entities: [String], from source: any PersistentStore) -> Bool {
+        guard !isReadOnly, let source = source as? SQLiteStore, let sourceURL = source.url, let url,
+              sourceURL.standardizedFileURL != url.standardizedFileURL,
+              source.model.versionHashes == model.versionHashes,
+              Set(entities) == Set(model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)),
+              source.schema.byNumber == schema.byNumber,
+              Set(source.schema.tables.keys) == Set(schema.tables.keys) else { return false }
+        return schema.tables.allSatisfy { name, table in
+            source.schema.tables[name]?.columns.map(\.name) == table.columns.map(\.name)
+        }
+    }
+
+    /// Attaches the source's file read-only, copies every entity's rows (`WHERE Z_ENT = n`),
+    /// every join table and the key counters in one transaction, and detaches it. The
+    /// transaction reads the source file at one moment; when `source` is a snapshot, that
+    /// moment is the file's latest when the copy begins, at or after the snapshot's (the
+    /// system SQLite has no `sqlite3_snapshot_open` to share the snapshot's moment).
+    public func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int] {
+        guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
+            throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
+        }
+        return try withReader { reader in
+            let connection = reader.connection
+            // Read-only, so the transaction never takes the source's write lock.
+            try connection.statement("ATTACH DATABASE ?1 AS \(Self.attached)").run([.text(URL(filePath: sourceURL.path).absoluteString + "?mode=ro")])
+            defer { try? connection.execute("DETACH DATABASE \(Self.attached)") }
+            return try connection.transaction(immediate: false) {
+                var counts: [String: Int] = [:]
+                var entityTables: Set<String> = []
+                for name in entities {
+                    let entity = schema.entities[name]!
+                    entityTables.insert(entity.table)
+                    let columns = schema.tables[entity.table]!.columns.map { quote($0.name) }.joined(separator: ", ")
+                    let table = quote(entity.table)
+                    try connection.statement("INSERT INTO main.\(table) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(table) WHERE Z_ENT = ?1")
+                        .run([.integer(Int64(entity.number))])
+                    counts[name] = connection.changes
+                }
+                for (name, table) in schema.tables where !entityTables.contains(name) {
+                    let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
+                    try connection.execute("INSERT INTO main.\(quote(name)) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quote(name))")
+                }
+                try connection.execute("""
+                    UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, coalesce((SELECT s.Z_MAX FROM \(Self.attached).Z_PRIMARYKEY s WHERE s.Z_ENT = main.Z_PRIMARYKEY.Z_ENT), 0))
+                    """)
+                return counts
+            }
+        }
+    }
+}

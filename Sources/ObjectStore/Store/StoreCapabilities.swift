@@ -1,0 +1,60 @@
+import Foundation
+import ObjectModel
+
+// Optional capabilities: protocols a backend may adopt when it can do something faster than
+// the store contract's general forms. The engine discovers them with `as?` and falls back to
+// the contract when a store does not adopt one, or declines (docs/writing-a-backend.md).
+
+/// A store that copies objects from another store of its own backend in one step, without
+/// moving them through batches (SQLite: `ATTACH` and `INSERT … SELECT`).
+///
+/// The migration manager uses it when every entity mapping is a plain copy of the same
+/// model that keeps keys (`objectstore convert` between two stores of one backend, an
+/// identity migration) and ``canCopyObjects(of:from:)`` says yes; otherwise, and with
+/// `MigrationManager.usesBulkCopy` off, it moves batches.
+public protocol BulkCopying: PersistentStore {
+    /// Whether ``copyObjects(of:from:)`` can copy the objects of exactly these entities from
+    /// `source`: a store of this backend, with this store's model and a layout that fits this
+    /// store's. A store may decline any set it cannot copy whole.
+    func canCopyObjects(of entities: [String], from source: any PersistentStore) -> Bool
+
+    /// Copies every object of exactly these entities (sub-entities are named on their own)
+    /// from `source`, with their keys, versions, attribute values and every relationship
+    /// among them, in one transaction that reads `source` at one moment; returns how many
+    /// objects of each entity it copied. Values are carried as the source holds them. All
+    /// or nothing: after an error nothing was written.
+    /// - Throws: ``StoreError``; `invalidChange` when ``canCopyObjects(of:from:)`` says no,
+    ///   or a key is in use.
+    func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int]
+}
+
+/// A store that counts an entity's objects without reading them (LMDB from `mdb_stat`,
+/// the in-memory tables from their size). The migration manager takes its progress totals
+/// from it when a store adopts it; SQLite does not (`count(*)` walks the table).
+public protocol ObjectCounting: PersistentStore {
+    /// How many objects of exactly `entity` the store holds (sub-entities not counted).
+    func objectCount(of entity: String) throws -> Int
+}
+
+/// A store that can change its own schema in place: move to another model version by
+/// altering its tables and updating its rows in one transaction, no object loaded.
+///
+/// Declared here so the engine and backends agree on its shape; no backend adopts it yet
+/// (SQLite will, for in-place lightweight migration: issue 10).
+public protocol SchemaChanging: PersistentStore {
+    /// Whether the store can move itself to `model` in place; when it cannot, what blocks it
+    /// (each a sentence naming the entity and property).
+    func canChangeSchema(to model: ManagedObjectModel) -> (possible: Bool, blocking: [String])
+
+    /// Moves the store to `model` in one transaction; after an error it is unchanged.
+    func changeSchema(to model: ManagedObjectModel) throws
+}
+
+extension PersistentStore {
+    /// How many objects of exactly `entity` there are: from ``ObjectCounting`` when the store
+    /// adopts it, else by ``count(_:)``.
+    public func objectCount(exactly entity: String) throws -> Int {
+        if let counting = self as? any ObjectCounting { return try counting.objectCount(of: entity) }
+        return try count(FetchRequest(entity: entity, includesSubentities: false))
+    }
+}
