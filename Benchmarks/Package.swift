@@ -9,6 +9,8 @@ let package = Package(
     dependencies: [
         .package(name: "ObjectStore", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // What the context benchmarks measure against (issue 9); it links the system libsqlite3, as we do.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", pkgConfig: "sqlite3"),
@@ -31,6 +33,14 @@ let package = Package(
             dependencies: ["BenchmarkSupport", .product(name: "ObjectStore", package: "ObjectStore"),
                            .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
             path: "Sources/migration-bench"
+        ),
+        // Inserts and fetches through ObjectContext against GRDB and a C loop, in one process.
+        .executableTarget(
+            name: "context-bench",
+            dependencies: ["CSQLiteBench", "CBaseline", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
+                           .product(name: "SQLiteStore", package: "ObjectStore")],
+            path: "Sources/context-bench"
         ),
         .executableTarget(
             name: "MigrationBenchmarks",

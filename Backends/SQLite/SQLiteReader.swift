@@ -139,13 +139,15 @@ final class SQLiteReader {
     private func decode(_ row: Statement, table: String) throws -> ObjectRecord? {
         guard let plan = plans[Int(row.int64(1))] else { return nil }
         var record = ObjectRecord(key: ObjectKey(plan.name, row.int64(0)), version: row.int64(2))
-        record.attributes.reserveCapacity(plan.attributes.count)
+        // Sized once (`reserveCapacity` on a dictionary costs a generic call per row).
+        var attributes = [String: Value](minimumCapacity: plan.attributes.count)
         for attribute in plan.attributes {
             let value = try SQLiteValues.value(row.column(attribute.column), as: attribute.type,
                                                at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)",
                                                in: connection.path)
-            if let value { record.attributes[attribute.name] = value }
+            if let value { attributes[attribute.name] = value }
         }
+        record.attributes = attributes
         for relationship in plan.toOne {
             guard case .integer(let pk) = row.column(relationship.key) else { continue }
             var target = relationship.destination
@@ -157,7 +159,8 @@ final class SQLiteReader {
         return record
     }
 
-    /// A SELECT of a table's rows matching an SQL condition (on alias `t`), in the given order and window.
+    /// A SELECT of a table's rows matching an SQL condition (on alias `t`), in the given order (nil: as
+    /// SQLite finds them) and window.
     struct Select {
         var table: String
         var sql: String
@@ -165,10 +168,10 @@ final class SQLiteReader {
     }
 
     func select(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
-                order: String = "t.Z_PK", limit: Int? = nil, offset: Int = 0) -> Select {
+                order: String? = "t.Z_PK", limit: Int? = nil, offset: Int = 0) -> Select {
         var sql = "SELECT \(selectLists[table]!.sql) FROM \(quote(table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
         if let condition { sql += " AND (\(condition))" }
-        sql += " ORDER BY \(order)"
+        if let order { sql += " ORDER BY \(order)" }
         var arguments = arguments
         if limit != nil || offset > 0 {
             // Bound, not written into the SQL: a paginated read prepares one statement, not one per page.
@@ -277,11 +280,12 @@ final class SQLiteReader {
     // MARK: Fetch
 
     /// How a fetch runs: one SELECT, and what is left for Swift (a residual predicate, a sort
-    /// SQL cannot do the evaluator's way, and then the window).
+    /// SQL cannot do the evaluator's way, and then the window; or only putting the rows in key order).
     private struct FetchPlan {
         var select: Select
         var residual: ObjectPredicate?
         var finishesInSwift: Bool
+        var ordersKeysInSwift = false
     }
 
     private func fetchPlan(_ request: FetchRequest) throws -> FetchPlan {
@@ -292,6 +296,12 @@ final class SQLiteReader {
         // Key order, spelled `+t.Z_PK` under a condition: SQLite may then find the rows through an
         // index on the condition and sort the few it finds, instead of reading the whole table in key order.
         let keyOrder = plan.sql == nil ? "t.Z_PK" : "+t.Z_PK"
+        // With a condition, no sort and no window, SQL gives the rows in the order it finds them (from
+        // an index, say) and Swift puts the few it found in key order: no sort step in SQLite's plan.
+        if plan.residual == nil, plan.sql != nil, request.sortDescriptors.isEmpty, request.fetchLimit == nil, request.fetchOffset <= 0 {
+            return FetchPlan(select: select(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments, order: nil),
+                             residual: nil, finishesInSwift: false, ordersKeysInSwift: true)
+        }
         let order = request.sortDescriptors.isEmpty ? keyOrder : query.order(request.sortDescriptors)
         if plan.residual == nil, let order {
             return FetchPlan(select: select(table: entity.table, kinds: kinds, condition: plan.sql, arguments: plan.arguments,
@@ -304,7 +314,13 @@ final class SQLiteReader {
 
     func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
         let plan = try fetchPlan(request)
-        guard plan.finishesInSwift else { return try records(plan.select) }
+        guard plan.finishesInSwift else {
+            var found = try records(plan.select)
+            if plan.ordersKeysInSwift, !found.indices.dropFirst().allSatisfy({ found[$0 - 1].key.primaryKey < found[$0].key.primaryKey }) {
+                found.sort { $0.key.primaryKey < $1.key.primaryKey }
+            }
+            return found
+        }
         // Narrowed with SQL, finished in Swift with the shared semantics.
         var subjects = try records(plan.select).map { SQLiteSubject(record: $0, reader: self) }
         if let residual = plan.residual {

@@ -34,7 +34,7 @@ struct SQLiteQueryTests {
         #expect(plan.residual == .compare("manager.name", .equal, .string("Ada")))
     }
 
-    @Test("a predicate on an indexed attribute is answered from the index (integers, doubles), results still in key order")
+    @Test("a predicate on an indexed attribute is answered from the index (integers, doubles) with no sort step, results still in key order")
     func indexUse() throws {
         let model = try ManagedObjectModel {
             Entity("Reading", indexes: [FetchIndex(name: "bySensor", elements: [.init("sensor")]), FetchIndex(name: "byValue", elements: [.init("value")])]) {
@@ -59,6 +59,16 @@ struct SQLiteQueryTests {
         let rangePlan = try store.queryPlan(range)
         #expect(rangePlan.contains { $0.contains("USING INDEX Z_Reading_byValue") }, "\(rangePlan)")
         #expect(try store.fetch(range).map(\.key.primaryKey) == Array(1...19))
+        // With no sort and no window, no sort step either: the index's order is put in key order in Swift.
+        let spread = FetchRequest(entity: "Reading", predicate: try ObjectPredicate("sensor < 3"))
+        let spreadPlan = try store.queryPlan(spread)
+        #expect(spreadPlan.contains { $0.contains("USING INDEX Z_Reading_bySensor") } && !spreadPlan.contains { $0.contains("TEMP B-TREE") },
+                "\(spreadPlan)")
+        let spreadKeys = try store.fetch(spread).map(\.key.primaryKey)
+        #expect(spreadKeys.count == 60 && spreadKeys == spreadKeys.sorted())
+        var window = spread
+        window.fetchLimit = 5
+        #expect(try store.fetch(window).map(\.key.primaryKey) == Array(spreadKeys.prefix(5)))
         // Unconditioned, the table is read in key order with no sort step.
         #expect(try store.queryPlan(FetchRequest(entity: "Reading")).allSatisfy { !$0.contains("TEMP B-TREE") })
     }

@@ -49,8 +49,15 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     public var isDeleted: Bool { isDeletedFlag }
     /// Whether the object has unsaved changes to its properties.
     public var isUpdated: Bool { !changedKeys.isEmpty && !isInsertedFlag }
-    /// The names of the properties changed since the last save.
-    public var changedPropertyNames: Set<String> { changedKeys }
+    /// The names of the properties changed since the last save; for an inserted object, every
+    /// property it has a value for (attributes with a value, to-ones set, to-manys not empty).
+    public var changedPropertyNames: Set<String> {
+        guard isInsertedFlag else { return changedKeys }
+        var names = Set(state.attributes.keys)
+        names.formUnion(state.toOne.keys)
+        for (name, ids) in state.toMany where !ids.isEmpty { names.insert(name) }
+        return names
+    }
 
     public static func == (a: ManagedObject, b: ManagedObject) -> Bool { a === b }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }

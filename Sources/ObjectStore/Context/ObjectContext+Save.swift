@@ -45,8 +45,11 @@ extension ObjectContext {
         didSave()
     }
 
+    /// The values of the object's stored attributes: its values themselves (shared, not copied)
+    /// when its entity has no transient attribute.
     private func storedAttributes(_ object: ManagedObject) -> [String: Value] {
-        object.state.attributes.filter { object.entity.attributesByName[$0.key]?.isTransient == false }
+        guard object.entity.storedAttributes.count != object.entity.attributes.count else { return object.state.attributes }
+        return object.state.attributes.filter { object.entity.attributesByName[$0.key]?.isTransient == false }
     }
 
     private func insertRecord(_ object: ManagedObject) throws -> ObjectRecord {

@@ -15,4 +15,18 @@ long long cbaseline_copy_loop(const char *source, const char *destination, const
 long long cbaseline_attach_copy(const char *source, const char *destination, const char *const *tables, int tableCount,
                                 const char *finish, char *error, int errorSize);
 
+/// The floor of the context benchmarks: inserts `count` rows into `path` (opened in WAL mode with
+/// synchronous=NORMAL) in one transaction through one prepared `insert` whose parameters are
+/// ?1 the key (1…count), ?2 an integer ((key × 7919) mod count), ?3 a double (key / 3), ?4 text
+/// ("item <key>"), ?5 a date as seconds (700,000,000 + key), ?6 a boolean (key mod 2): the values
+/// `context-bench` gives every side. Runs `finish` (may be NULL) before the commit; returns the rows
+/// inserted, or -1 with a message in `error`.
+long long cbaseline_insert_loop(const char *path, const char *insert, long long count, const char *finish,
+                                char *error, int errorSize);
+
+/// Reads every row `select` gives (one prepared statement, every column read as its storage class
+/// gives it, text and blobs by pointer) twice on one connection, the second time timed (`seconds`);
+/// returns the rows read, or -1 with a message in `error`.
+long long cbaseline_read_loop(const char *path, const char *select, double *seconds, char *error, int errorSize);
+
 #endif

@@ -1,0 +1,324 @@
+import CBaseline
+import Foundation
+import GRDB
+import ObjectModel
+import ObjectStore
+import SQLiteStore
+
+// The context figures of issue 9, side by side in one process: ObjectContext on a SQLite store
+// against GRDB 7.10 (Codable records) and a C loop, same rows, same settings (WAL, synchronous=NORMAL).
+//
+// context-bench report [objects] [rounds] : every case, `rounds` times each (median), then each case's
+//                                           peak memory in a process of its own; prints a Markdown report
+// context-bench case <name> <folder> [objects]
+//                                         : one case in this process, then prints its peak resident bytes
+//                                           (getrusage ru_maxrss); the fetch cases read the stores the
+//                                           report built in <folder>
+
+SQLiteStore.register()
+
+// MARK: The rows
+
+/// Ours (GRDB has a protocol of that name).
+typealias FetchRequest = ObjectStore.FetchRequest
+
+/// One entity, five attributes (Integer 64 with a fetch index, Double, String, Date, Boolean).
+let model = try ManagedObjectModel(entities: [
+    Entity("Item", attributes: [
+        Attribute("number", .integer64), Attribute("amount", .double), Attribute("name", .string),
+        Attribute("created", .date), Attribute("flag", .boolean),
+    ], indexes: [FetchIndex(name: "byNumber", elements: [.init("number")])]),
+])
+
+/// The values of row `key` of `count`, as the C loop makes them (`cbaseline_insert_loop`): `number`
+/// is a permutation of 0..<count, so `number < count / 100` selects 1 % of the rows, spread over the table.
+func number(_ key: Int64, of count: Int) -> Int64 { key * 7919 % Int64(count) }
+func amount(_ key: Int64) -> Double { Double(key) / 3 }
+func name(_ key: Int64) -> String { "item \(key)" }
+func created(_ key: Int64) -> Date { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(key)) }
+func flag(_ key: Int64) -> Bool { key % 2 == 1 }
+
+/// The same row for GRDB: a Codable record, dates stored as seconds since 2001 as ours are.
+struct Item: Codable, FetchableRecord, PersistableRecord {
+    var id: Int64
+    var number: Int64
+    var amount: Double
+    var name: String
+    var created: Date
+    var flag: Bool
+
+    static let databaseTableName = "item"
+    static let databaseDateEncodingStrategy = DatabaseDateEncodingStrategy.timeIntervalSinceReferenceDate
+    static let databaseDateDecodingStrategy = DatabaseDateDecodingStrategy.timeIntervalSinceReferenceDate
+}
+
+// MARK: The cases
+
+struct Stores {
+    let folder: URL
+    let count: Int
+    var ours: URL { folder.appending(path: "ours.sqlite") }
+    var grdb: URL { folder.appending(path: "grdb.sqlite") }
+    var c: URL { folder.appending(path: "c.sqlite") }
+    /// The predicate on the indexed attribute: 1 % of the rows.
+    var threshold: Int64 { Int64(count / 100) }
+    var indexedRequest: FetchRequest {
+        FetchRequest(entity: "Item", predicate: .compare("number", .lessThan, .integer(threshold)))
+    }
+
+    func removeAll() {
+        for url in [ours, grdb, c] { try? SQLiteStoreType().destroy(at: url) }
+    }
+
+    func openGRDB() throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.journalMode = .wal   // and synchronous = NORMAL, as GRDB sets it with WAL
+        return try DatabaseQueue(path: grdb.path, configuration: configuration)
+    }
+
+    func openOurs() throws -> (StoreCoordinator, ObjectContext) {
+        let coordinator = StoreCoordinator(model: model)
+        try coordinator.addStore(type: "sqlite", at: ours)   // WAL, synchronous = NORMAL by default
+        return (coordinator, ObjectContext(coordinator: coordinator))
+    }
+
+    // Inserts: each into a new, empty store; only the inserts and the commit are timed.
+
+    func insertOurs() throws -> Double {
+        try? SQLiteStoreType().destroy(at: ours)
+        let (coordinator, context) = try openOurs()
+        defer { for store in coordinator.stores { try? coordinator.removeStore(store) } }
+        return try seconds {
+            for key in 1...Int64(count) {
+                let item = try context.insert("Item")
+                try item.set("number", number(key, of: count))
+                try item.set("amount", amount(key))
+                try item.set("name", name(key))
+                try item.set("created", created(key))
+                try item.set("flag", flag(key))
+            }
+            try context.save()
+        }
+    }
+
+    func insertGRDB() throws -> Double {
+        try? SQLiteStoreType().destroy(at: grdb)
+        let queue = try openGRDB()
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE item (id INTEGER PRIMARY KEY, number INTEGER, amount REAL, name TEXT, created REAL, flag INTEGER);
+                CREATE INDEX item_number ON item (number)
+                """)
+        }
+        defer { try? queue.close() }
+        return try seconds {
+            try queue.write { db in
+                for key in 1...Int64(count) {
+                    try Item(id: key, number: number(key, of: count), amount: amount(key), name: name(key),
+                             created: created(key), flag: flag(key)).insert(db)
+                }
+            }
+        }
+    }
+
+    /// The floor: C binds the same values to a prepared INSERT into a store of our layout.
+    func insertC() throws -> Double {
+        try? SQLiteStoreType().destroy(at: c)
+        try SQLiteStoreType().open(at: c, model: model, options: StoreOptions()).close()
+        var error = [CChar](repeating: 0, count: 512)
+        var rows: Int64 = 0
+        let time = seconds {
+            rows = cbaseline_insert_loop(
+                c.path, "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNUMBER, ZAMOUNT, ZNAME, ZCREATED, ZFLAG) VALUES (?1, 1, 1, ?2, ?3, ?4, ?5, ?6)",
+                Int64(count), "UPDATE Z_PRIMARYKEY SET Z_MAX = \(count) WHERE Z_ENT = 1", &error, Int32(error.count))
+        }
+        guard rows == count else { throw failure("C insert loop", error) }
+        return time
+    }
+
+    // Fetches: every object, then the 1 % the predicate selects, on a warm connection: each side runs the
+    // fetch once untimed (the first statement of a connection reads the schema), then again; ours on a
+    // context emptied in between (`reset()`), so that every object is made anew.
+
+    func fetchOurs(_ request: FetchRequest, expecting expected: Int) throws -> Double {
+        let (coordinator, context) = try openOurs()
+        defer { for store in coordinator.stores { try? coordinator.removeStore(store) } }
+        _ = try context.fetch(request)
+        context.reset()
+        var objects: [ManagedObject] = []
+        let time = try seconds { objects = try context.fetch(request) }
+        guard objects.count == expected, objects.allSatisfy({ $0["name"] != nil }) else {
+            throw failure("ObjectContext fetched \(objects.count) objects, not \(expected)")
+        }
+        return time
+    }
+
+    func fetchGRDB(_ filter: Bool, expecting expected: Int) throws -> Double {
+        let queue = try openGRDB()
+        defer { try? queue.close() }
+        let fetch = { try queue.read { db in filter ? try Item.filter(Column("number") < threshold).fetchAll(db) : try Item.fetchAll(db) } }
+        _ = try fetch()
+        var items: [Item] = []
+        let time = try seconds { items = try fetch() }
+        guard items.count == expected else { throw failure("GRDB fetched \(items.count) rows, not \(expected)") }
+        return time
+    }
+
+    func fetchC(_ filter: Bool, expecting expected: Int) throws -> Double {
+        var error = [CChar](repeating: 0, count: 512)
+        var rows: Int64 = 0
+        let sql = "SELECT Z_PK, Z_ENT, Z_OPT, ZNUMBER, ZAMOUNT, ZNAME, ZCREATED, ZFLAG FROM ZITEM" + (filter ? " WHERE ZNUMBER < \(threshold)" : "")
+        var time = 0.0
+        rows = cbaseline_read_loop(c.path, sql, &time, &error, Int32(error.count))
+        guard rows == expected else { throw failure("C read loop", error) }
+        return time
+    }
+}
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+func failure(_ what: String, _ error: [CChar] = [0]) -> CocoaError {
+    let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: message.isEmpty ? what : "\(what): \(message)"])
+}
+
+/// The peak resident memory of this process so far, in bytes: getrusage's ru_maxrss, and where Linux
+/// has it, the memory map's own high-water mark (VmHWM), which is the figure to use in a child. Linux
+/// carries ru_maxrss over an exec from the process that forked, so a child of a parent that already
+/// used 140 MiB reports at least that; VmHWM belongs to the new program's memory map alone.
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let maxrss = usage.ru_maxrss * 1024
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return maxrss }
+    return kib * 1024
+}
+
+/// Runs one case in a process of its own (this binary, `case <name>`) and returns its peak resident bytes.
+func childPeak(_ name: String, _ stores: Stores) throws -> Int {
+    let process = Process()
+    process.executableURL = URL(filePath: CommandLine.arguments[0]).standardizedFileURL
+    process.arguments = ["case", name, stores.folder.path, String(stores.count)]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0, let bytes = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw failure("case \(name) exited with status \(process.terminationStatus)")
+    }
+    return bytes
+}
+
+/// Runs one case by name (what `case` runs in a child process).
+func run(_ name: String, _ stores: Stores) throws {
+    let all = stores.count, some = stores.count / 100
+    switch name {
+    case "insert-ours": _ = try stores.insertOurs()
+    case "insert-grdb": _ = try stores.insertGRDB()
+    case "insert-c": _ = try stores.insertC()
+    case "fetch-ours": _ = try stores.fetchOurs(FetchRequest(entity: "Item"), expecting: all)
+    case "fetch-grdb": _ = try stores.fetchGRDB(false, expecting: all)
+    case "indexed-ours": _ = try stores.fetchOurs(stores.indexedRequest, expecting: some)
+    case "indexed-grdb": _ = try stores.fetchGRDB(true, expecting: some)
+    default: throw failure("no case named \(name)")
+    }
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func log(_ message: String) { FileHandle.standardError.write(Data((message + "\n").utf8)) }
+
+// MARK: Main
+
+let arguments = CommandLine.arguments
+switch arguments.dropFirst().first {
+case "case" where arguments.count >= 4:
+    let stores = Stores(folder: URL(filePath: arguments[3]), count: Int(arguments.count > 4 ? arguments[4] : "100000")!)
+    try run(arguments[2], stores)
+    print(peakResidentBytes())
+
+case "report":
+    let count = Int(arguments.count > 2 ? arguments[2] : "100000")!
+    let rounds = max(1, Int(arguments.count > 3 ? arguments[3] : "5")!)
+    let folder = FileManager.default.temporaryDirectory.appending(path: "objectstore-context-bench")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let stores = Stores(folder: folder, count: count)
+    stores.removeAll()
+    let some = count / 100
+
+    // Times: the sides alternate within each round; the median of the rounds is reported.
+    var times: [String: [Double]] = [:]
+    for round in 1...rounds {
+        log("round \(round) of \(rounds): inserts, fetches, indexed fetches (\(count) objects)…")
+        times["insert-c", default: []].append(try stores.insertC())
+        times["insert-grdb", default: []].append(try stores.insertGRDB())
+        times["insert-ours", default: []].append(try stores.insertOurs())
+        times["fetch-c", default: []].append(try stores.fetchC(false, expecting: count))
+        times["fetch-grdb", default: []].append(try stores.fetchGRDB(false, expecting: count))
+        times["fetch-ours", default: []].append(try stores.fetchOurs(FetchRequest(entity: "Item"), expecting: count))
+        times["indexed-c", default: []].append(try stores.fetchC(true, expecting: some))
+        times["indexed-grdb", default: []].append(try stores.fetchGRDB(true, expecting: some))
+        times["indexed-ours", default: []].append(try stores.fetchOurs(stores.indexedRequest, expecting: some))
+    }
+    let time = times.mapValues(median)
+
+    // The indexed fetch's plan, from the store itself.
+    let store = try SQLiteStoreType().open(at: stores.ours, model: model, options: StoreOptions()) as! SQLiteStore
+    let plan = try store.queryPlan(stores.indexedRequest)
+    try store.close()
+    let usesIndex = plan.contains { $0.contains("USING INDEX Z_Item_byNumber") }
+    let version = try DatabaseQueue().read { try String.fetchOne($0, sql: "SELECT sqlite_version()") } ?? "?"
+    let sorts = plan.contains { $0.contains("TEMP B-TREE") }
+
+    // Peaks: each case in a process of its own (the fetch cases read the stores the rounds left).
+    var peak: [String: Int] = [:]
+    for name in ["insert-ours", "insert-grdb", "fetch-ours", "fetch-grdb", "indexed-ours", "indexed-grdb"] {
+        log("peak memory: \(name) in a process of its own…")
+        peak[name] = try childPeak(name, stores)
+    }
+    // The insert children left fresh stores behind; the fetch children read them. Clean up.
+    stores.removeAll()
+
+    func ms(_ s: Double) -> String { String(format: "%.1f ms", s * 1000) }
+    func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f×", a / b) }
+    func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+    func verdict(_ ok: Bool) -> String { ok ? "pass" : "**miss**" }
+    func row(_ label: String, _ key: String, target: String, limit: Double) -> String {
+        let ours = time["\(key)-ours"]!, grdb = time["\(key)-grdb"]!, c = time["\(key)-c"]!
+        return "| \(label) | \(ms(ours)) | \(ms(grdb)) | \(ratio(ours, grdb)) | \(target) | \(verdict(ours / grdb <= limit)) | \(ms(c)) (\(ratio(ours, c))) |"
+    }
+    func memoryRow(_ label: String, _ key: String) -> String {
+        let ours = peak["\(key)-ours"]!, grdb = peak["\(key)-grdb"]!
+        let r = Double(ours) / Double(grdb)
+        return "| \(label) | \(mib(ours)) | \(mib(grdb)) | \(String(format: "%.2f×", r)) | ≤ 2× | \(verdict(r <= 2)) |"
+    }
+    print("""
+    \(count) objects of one entity (Integer 64 with a fetch index, Double, String, Date, Boolean), SQLite \(version), \
+    WAL, synchronous=NORMAL; median of \(rounds) rounds, the sides alternating in each.
+
+    | case | ObjectContext | GRDB 7.10 | ours / GRDB | target | | C loop (ours / C) |
+    |---|---|---|---|---|---|---|
+    \(row("insert \(count), save once (GRDB: Codable `insert` in one `write`)", "insert", target: "≤ 1×", limit: 1))
+    \(row("fetch all as objects (GRDB: `fetchAll`)", "fetch", target: "≤ 2×", limit: 2))
+    \(row("fetch `number < \(stores.threshold)` (\(some) objects, indexed, no sort)", "indexed", target: "uses the index", limit: .infinity))
+
+    | peak resident memory (each case in its own process) | ObjectContext | GRDB 7.10 | ours / GRDB | target | |
+    |---|---|---|---|---|---|
+    \(memoryRow("insert \(count), save once", "insert"))
+    \(memoryRow("fetch all", "fetch"))
+    \(memoryRow("fetch 1 % by the index", "indexed"))
+
+    Plan of the indexed fetch (`SQLiteStore.queryPlan`): \(plan.map { "`\($0)`" }.joined(separator: ", ")) — \
+    index \(usesIndex ? "used" : "**not used**"), \(sorts ? "**a sort step**" : "no sort step").
+    """)
+
+default:
+    print("usage: context-bench report [objects] [rounds] | case <name> <folder> [objects]")
+}
