@@ -15,7 +15,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSQLiteBench", path: "Sources/CSQLiteBench", pkgConfig: "sqlite3"),
         // The floor: plain C loops the benchmarks measure against.
-        .target(name: "CBaseline", dependencies: ["CSQLiteBench"], path: "Sources/CBaseline"),
+        .target(name: "CBaseline", dependencies: ["CSQLiteBench"], path: "Sources/CBaseline", linkerSettings: [.linkedLibrary("crypto")]),
         .target(
             name: "BenchmarkSupport",
             dependencies: [
@@ -41,6 +41,13 @@ let package = Package(
                            .product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
                            .product(name: "SQLiteStore", package: "ObjectStore")],
             path: "Sources/context-bench"
+        ),
+        // The atomic file against C writing and reading the same layout; the in-memory store's creation.
+        .executableTarget(
+            name: "atomic-bench",
+            dependencies: ["BenchmarkSupport", "CBaseline", .product(name: "ObjectStore", package: "ObjectStore"),
+                           .product(name: "AtomicStore", package: "ObjectStore"), .product(name: "InMemoryStore", package: "ObjectStore")],
+            path: "Sources/atomic-bench"
         ),
         .executableTarget(
             name: "MigrationBenchmarks",

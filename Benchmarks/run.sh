@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Measures migration speed and memory, then the context against GRDB 7.10, in one run on this machine
-# and prints Markdown tables (docs/performance.md records the figures).
-# Usage: Benchmarks/run.sh [objects] [small objects] [context objects] [context rounds]
+# Measures migration speed and memory, the context against GRDB 7.10, then the atomic file and the
+# in-memory store, in one run on this machine, and prints Markdown tables (docs/performance.md
+# records the figures).
+# Usage: Benchmarks/run.sh [objects] [small objects] [context objects] [context rounds] [atomic-file objects]
 set -euo pipefail
 cd "$(dirname "$0")"
 # SwiftPM caches the main package's file list; touching the manifests makes it see new files.
 touch Package.swift ../Package.swift
-swift build -c release --product migration-bench >&2
-swift build -c release --product context-bench >&2
+for product in migration-bench context-bench atomic-bench; do swift build -c release --product "$product" >&2; done
 .build/release/migration-bench report "${1:-1000000}" "${2:-100000}"
 echo
 .build/release/context-bench report "${3:-100000}" "${4:-5}"
+echo
+.build/release/atomic-bench report "${5:-200000}"
 # The ordo-one/benchmark suite (smaller stores, repeated): swift package benchmark

@@ -4,6 +4,10 @@ import ObjectStore
 import Crypto
 
 /// Encodes and decodes the atomic store file (`docs/atomic-format.md`).
+///
+/// Decoding checks the whole file and indexes each table's rows, which stay encoded
+/// (``PackedRows``): a row is decoded when it is read. Encoding copies the bytes of every
+/// row that has not changed since and encodes only the others.
 enum AtomicFormat {
     static let magic = Data("OBJSTORE".utf8)
     static let version: UInt16 = 1
@@ -12,8 +16,9 @@ enum AtomicFormat {
 
     // MARK: Writing
 
-    static func encode(_ tables: RecordTables) throws -> Data {
+    static func encode(_ tables: RecordTables) throws -> [UInt8] {
         var out = BinaryWriter()
+        out.reserveCapacity(tables.tables.values.reduce(4_096) { $0 + ($1.packed.map { $0.offsets.last! - $0.offsets.first! } ?? 0) + $1.rows.count * 64 })
         out.bytes(magic)
         out.fixed(version)
         out.fixed(UInt16(0))       // flags
@@ -24,9 +29,11 @@ enum AtomicFormat {
         out.varint(UInt64(metadata.count))
         out.bytes(metadata)
 
-        // Entity names referenced by tables, counters and relationship keys.
+        // Entity names referenced by tables, counters and relationship keys (a packed table's
+        // rows refer to the names of the file they came from).
         var names = Set(tables.tables.keys).union(tables.lastKey.keys)
         for table in tables.tables.values {
+            if let packed = table.packed { names.formUnion(packed.names) }
             for row in table.rows.values { for keys in row.relationships.values { for k in keys { names.insert(k.entity) } } }
         }
         let nameList = names.sorted()
@@ -40,20 +47,30 @@ enum AtomicFormat {
             out.signed(last)
         }
 
-        let entities = tables.tables.keys.sorted().filter { !(tables.tables[$0]!.order.isEmpty) }
+        let entities = tables.tables.keys.sorted().filter { tables.tables[$0]!.count > 0 }
         out.varint(UInt64(entities.count))
         for entity in entities {
             let table = tables.tables[entity]!
-            let rows = table.order.map { table.rows[$0]! }
-            let columns = Set(rows.flatMap(\.attributes.keys)).sorted()
-            let relationships = Set(rows.flatMap(\.relationships.keys)).sorted()
+            var columnSet = Set(table.packed?.columns ?? []), relationshipSet = Set(table.packed?.relationships ?? [])
+            for row in table.rows.values {
+                for name in row.attributes.keys { columnSet.insert(name) }
+                for name in row.relationships.keys { relationshipSet.insert(name) }
+            }
+            let columns = columnSet.sorted(), relationships = relationshipSet.sorted()
             out.varint(index[entity]!)
             out.varint(UInt64(columns.count))
             for column in columns { out.string(column) }
             out.varint(UInt64(relationships.count))
             for relationship in relationships { out.string(relationship) }
-            out.varint(UInt64(rows.count))
-            for (pk, row) in zip(table.order, rows) {
+            out.varint(UInt64(table.count))
+            // A packed row is copied as it is when it would be encoded to the same bytes.
+            let copied = table.packed.flatMap { $0.columns == columns && $0.relationships == relationships && $0.names == nameList ? $0 : nil }
+            for pk in table.order {
+                if let copied, table.rows[pk] == nil, let i = table.packedIndex(pk) {
+                    out.bytes(copied.encoded(at: i))
+                    continue
+                }
+                guard let row = try table.row(pk) else { continue }
                 out.signed(pk)
                 out.signed(row.version)
                 for column in columns { out.value(row.attributes[column]) }
@@ -68,24 +85,29 @@ enum AtomicFormat {
                 }
             }
         }
-        return seal(out.data)
+        return seal(out.buffer)
     }
 
     /// Completes a header and body: writes the total length into the header and appends the checksum.
+    static func seal(_ unsealed: [UInt8]) -> [UInt8] {
+        var bytes = unsealed
+        let total = UInt64(bytes.count + checksumSize)
+        withUnsafeBytes(of: total.littleEndian) { bytes.replaceSubrange(16..<24, with: $0) }
+        bytes.append(contentsOf: SHA256.hash(data: bytes))
+        return bytes
+    }
+
+    /// Completes a header and body, as bytes.
     static func seal(_ unsealed: Data) -> Data {
-        var data = unsealed
-        let total = UInt64(data.count + checksumSize)
-        withUnsafeBytes(of: total.littleEndian) { data.replaceSubrange(16..<24, with: $0) }
-        data.append(Data(SHA256.hash(data: data)))
-        return data
+        Data(seal([UInt8](unsealed)))
     }
 
     // MARK: Reading
 
     /// Checks the header, length and checksum; returns a reader positioned after the header.
-    static func verify(_ data: Data, file: String) throws -> BinaryReader {
-        var reader = BinaryReader(data: data, file: file)
-        guard data.count >= magic.count, data.prefix(magic.count) == magic else {
+    static func verify(_ data: [UInt8], file: String) throws -> BinaryReader {
+        var reader = BinaryReader(bytes: data, file: file)
+        guard data.count >= magic.count, data.prefix(magic.count).elementsEqual(magic) else {
             throw reader.corrupt("not an ObjectStore atomic store (wrong magic)", at: 0)
         }
         guard data.count >= headerSize + checksumSize else {
@@ -103,9 +125,9 @@ enum AtomicFormat {
             throw reader.corrupt(total > UInt64(data.count) ? "truncated: the header says \(total) bytes, the file has \(data.count)"
                                                             : "the header says \(total) bytes, the file has \(data.count)", at: 16)
         }
-        let body = data.prefix(data.count - checksumSize)
-        let stored = data.suffix(checksumSize)
-        guard Data(SHA256.hash(data: body)) == stored else {
+        let body = data[..<(data.count - checksumSize)]
+        let stored = data[(data.count - checksumSize)...]
+        guard SHA256.hash(data: body).elementsEqual(stored) else {
             throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: data.count - checksumSize)
         }
         reader.end = data.count - checksumSize
@@ -123,50 +145,77 @@ enum AtomicFormat {
     }
 
     static func decode(_ data: Data, file: String) throws -> RecordTables {
+        try decode([UInt8](data), file: file)
+    }
+
+    /// Checks the whole file and indexes its rows, which stay encoded in `data` (``PackedRows``).
+    static func decode(_ data: [UInt8], file: String) throws -> RecordTables {
         var reader = try verify(data, file: file)
         var tables = RecordTables(metadata: try readMetadata(&reader))
         let nameCount = try reader.count()
         var names: [String] = []
         for _ in 0..<nameCount { names.append(try reader.string()) }
-        func name(_ reader: inout BinaryReader) throws -> String {
+        func nameIndex(_ reader: inout BinaryReader) throws -> Int {
             let at = reader.offset
             let i = try reader.varint()
             guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
-            return names[Int(i)]
+            return Int(i)
         }
         for _ in 0..<(try reader.count()) {
-            let root = try name(&reader)
+            let root = names[try nameIndex(&reader)]
             tables.lastKey[root] = try reader.signed()
         }
         for _ in 0..<(try reader.count()) {
-            let entity = try name(&reader)
+            let entity = names[try nameIndex(&reader)]
             var columns: [String] = []
             for _ in 0..<(try reader.count()) { columns.append(try reader.string()) }
             var relationships: [String] = []
             for _ in 0..<(try reader.count()) { relationships.append(try reader.string()) }
             let rowCount = try reader.count()
-            var table = RecordTable()
+            // A row takes at least two bytes and one per column and relationship.
+            let room = Swift.min(rowCount, (reader.end - reader.offset) / (2 + columns.count + relationships.count) + 1)
+            var keys: [Int64] = [], offsets: [Int] = []
+            keys.reserveCapacity(room)
+            offsets.reserveCapacity(room + 1)
+            var ascending = true
             for _ in 0..<rowCount {
                 let at = reader.offset
                 let pk = try reader.signed()
-                var row = StoredRow(version: try reader.signed(), attributes: [:], relationships: [:])
-                for column in columns { if let v = try reader.value() { row.attributes[column] = v } }
-                for relationship in relationships {
+                _ = try reader.signed()
+                for _ in columns { try reader.skipValue() }
+                for _ in relationships {
                     let n = try reader.count()
-                    guard n > 0 else { continue }
-                    var keys: [ObjectKey] = []
-                    for _ in 0..<(n - 1) { keys.append(ObjectKey(try name(&reader), try reader.signed())) }
-                    row.relationships[relationship] = keys
+                    for _ in 0..<Swift.max(0, n - 1) {
+                        _ = try nameIndex(&reader)
+                        _ = try reader.signed()
+                    }
                 }
-                guard table.rows[pk] == nil else { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: at) }
-                table.insert(pk, row)
+                if let last = keys.last, last >= pk {
+                    if last == pk { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: at) }
+                    ascending = false
+                }
+                keys.append(pk)
+                offsets.append(at)
             }
-            tables.setTable(table, for: entity)
+            offsets.append(reader.offset)
+            let packed = PackedRows(bytes: data, keys: keys, offsets: offsets, columns: columns,
+                                    relationships: relationships, names: names, file: file)
+            tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, reader: reader), for: entity)
         }
         guard reader.offset == reader.end else {
             throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after the last table", at: reader.offset)
         }
         return tables
     }
-}
 
+    /// The rows of a table whose keys are not in ascending order, decoded (the format asks for
+    /// ascending order; this library always wrote it).
+    private static func unpacked(_ packed: PackedRows, entity: String, reader: BinaryReader) throws -> RecordTable {
+        var table = RecordTable()
+        for (i, pk) in packed.keys.enumerated() {
+            guard !table.contains(pk) else { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: packed.offsets[i]) }
+            table.insert(pk, try packed.row(at: i))
+        }
+        return table
+    }
+}

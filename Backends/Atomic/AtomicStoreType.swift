@@ -72,10 +72,11 @@ public struct AtomicStoreType: StoreType {
         return try AtomicStore(url: FileOperations.resolved(url), model: model, options: options, fileSystem: fileSystem)
     }
 
-    static func readFile(_ url: URL) throws -> Data {
+    /// The whole file, read into one array.
+    static func readFile(_ url: URL) throws -> [UInt8] {
         try FileOperations.checkRegularFile(url, kind: "atomic store")
         do {
-            return try Data(contentsOf: url)
+            return try readWholeFile(url.path)
         } catch {
             throw StoreError(.io, "cannot read the store", url: url, cause: error)
         }
@@ -86,9 +87,9 @@ public struct AtomicStoreType: StoreType {
     }
 
     static func write(_ tables: RecordTables, to url: URL, fileSystem: any AtomicFileSystem) throws {
-        let data = try AtomicFormat.encode(tables)
+        let bytes = try AtomicFormat.encode(tables)
         do {
-            try fileSystem.replaceAtomically(url.path, temporary: temporaryURL(url).path, with: data)
+            try fileSystem.replaceAtomically(url.path, temporary: temporaryURL(url).path, with: bytes)
         } catch let error as FileSystemError {
             throw StoreError(.io, "cannot save: \(error)", url: url, cause: error)
         }

@@ -100,7 +100,7 @@ extension AtomicFileSystem {
     /// the old file's permission bits and, where the process may, its owner), fsync it,
     /// rename it over `path`, fsync the directory. A failure at any step leaves the old
     /// file as it was and removes the temporary file.
-    func replaceAtomically(_ path: String, temporary: String, with data: Data) throws {
+    func replaceAtomically(_ path: String, temporary: String, with data: [UInt8]) throws {
         let kept = FileOperations.attributes(URL(filePath: path))
         let fd = try createFile(temporary, mode: kept?.mode ?? 0o644)
         if let kept { try? FileOperations.apply(kept, to: URL(filePath: temporary)) }
@@ -121,4 +121,25 @@ extension AtomicFileSystem {
         }
         try synchronizeDirectory((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
     }
+}
+
+/// The whole file at `path`, read into one array (no copy through `Data`).
+func readWholeFile(_ path: String) throws(FileSystemError) -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileSystemError(call: "open", path: path, errno: errno) }
+    defer { _ = close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileSystemError(call: "fstat", path: path, errno: errno) }
+    var failure: Int32 = 0
+    let bytes = [UInt8](unsafeUninitializedCapacity: Int(info.st_size)) { buffer, count in
+        while count < buffer.count {
+            let n = read(fd, buffer.baseAddress! + count, buffer.count - count)
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { failure = errno }
+            if n <= 0 { return }
+            count += n
+        }
+    }
+    guard failure == 0 else { throw FileSystemError(call: "read", path: path, errno: failure) }
+    return bytes
 }

@@ -35,22 +35,44 @@ public final class InMemoryStore: RecordTablesStore {
 
     /// Creates a fresh anonymous store with `model`.
     public convenience init(model: ManagedObjectModel) throws {
-        let metadata = try StoreMetadata(storeType: Self.typeName, model: model)
-        try self.init(database: MemoryDatabase(metadata: metadata), url: nil, model: model, readOnly: false)
+        try self.init(database: MemoryDatabase(model: model), url: nil, model: model, readOnly: false)
     }
 
     init(database: MemoryDatabase, url: URL?, model: ManagedObjectModel, readOnly: Bool) throws {
-        let metadata = database.tables.withLock { $0.metadata }
-        let compatibility = metadata.compatibility(with: model)
-        guard compatibility.isCompatible else {
-            throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                             url: url, compatibility: compatibility)
+        if let new = database.newModel, new.model.versionHashes == model.versionHashes {
+            // A new database of this model: compatible by construction, its metadata not written yet.
+            identifier = new.uuid
+        } else {
+            let metadata = try database.withTables { $0.metadata }
+            let compatibility = metadata.compatibility(with: model)
+            guard compatibility.isCompatible else {
+                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                 url: url, compatibility: compatibility)
+            }
+            identifier = metadata.storeUUID ?? UUID()
         }
         self.database = database
         self.url = url
         self.model = model
         self.isReadOnly = readOnly
-        self.identifier = metadata.storeUUID ?? UUID()
+    }
+
+    public func metadata() throws -> StoreMetadata {
+        if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
+        return try database.withTables { $0.metadata }
+    }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        try writeTables { tables in
+            tables.metadata = metadata
+            database.dropPendingMetadata()
+        }
+    }
+
+    /// A copy of the tables as they are now, their metadata complete.
+    public func snapshot() throws -> any PersistentStore {
+        _ = try metadata()
+        return try tablesSnapshot()
     }
 
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
@@ -74,10 +96,44 @@ public final class InMemoryStore: RecordTablesStore {
 }
 
 /// The data of one in-memory store, shared by every open handle to it.
+///
+/// A new database records its model in its metadata (hashes, checksum, the embedded
+/// model) only when the metadata is first read: creating one for a test costs no
+/// metadata at all. ``tables`` holds empty metadata until then; read the metadata
+/// through ``withTables(_:)``.
 final class MemoryDatabase: Sendable {
     let tables: Mutex<RecordTables>
+    /// The model and UUID of a new database whose metadata is not written yet.
+    private let pending: Mutex<(model: ManagedObjectModel, uuid: UUID)?>
 
+    /// A database with `metadata`.
     init(metadata: StoreMetadata) {
         tables = Mutex(RecordTables(metadata: metadata))
+        pending = Mutex(nil)
+    }
+
+    /// A new, empty database of `model`, its metadata written when first read.
+    init(model: ManagedObjectModel, uuid: UUID = UUID()) {
+        tables = Mutex(RecordTables(metadata: StoreMetadata()))
+        pending = Mutex((model, uuid))
+    }
+
+    /// The model and UUID of a new database whose metadata is not written yet.
+    var newModel: (model: ManagedObjectModel, uuid: UUID)? { pending.withLock { $0 } }
+
+    /// Runs `body` on the tables, their metadata written first if it was pending.
+    func withTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+        try tables.withLock { tables in
+            if let new = pending.withLock({ $0 }) {
+                tables.metadata = try StoreMetadata(storeType: InMemoryStore.typeName, uuid: new.uuid, model: new.model)
+                pending.withLock { $0 = nil }
+            }
+            return try body(&tables)
+        }
+    }
+
+    /// Forgets a pending metadata (the metadata was replaced). Call it under ``tables``' lock.
+    func dropPendingMetadata() {
+        pending.withLock { $0 = nil }
     }
 }

@@ -21,14 +21,17 @@ public struct InMemoryStoreType: StoreType {
         guard let database = NamedDatabases.shared.get(url) else {
             throw StoreError(.notFound, "no in-memory store", url: url)
         }
-        return database.tables.withLock { $0.metadata }
+        return try database.withTables { $0.metadata }
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         guard let database = NamedDatabases.shared.get(url) else {
             throw StoreError(.notFound, "no in-memory store", url: url)
         }
-        database.tables.withLock { $0.metadata = metadata }
+        database.tables.withLock {
+            $0.metadata = metadata
+            database.dropPendingMetadata()
+        }
     }
 
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
@@ -40,7 +43,7 @@ public struct InMemoryStoreType: StoreType {
             guard options.createIfMissing, !options.readOnly else {
                 throw StoreError(.notFound, "no in-memory store", url: url)
             }
-            return MemoryDatabase(metadata: try StoreMetadata(storeType: name, model: model))
+            return MemoryDatabase(model: model)
         }
         return try InMemoryStore(database: database, url: url, model: model, readOnly: options.readOnly)
     }

@@ -291,7 +291,7 @@ final class LMDBTransaction {
         }
     }
 
-    func put(_ name: String, _ key: Data, _ value: Data, flags: LMDBWriteFlags = []) throws {
+    func put(_ name: String, _ key: Data, _ value: some ContiguousBytes, flags: LMDBWriteFlags = []) throws {
         guard let dbi = database(name) else { throw LMDBError(code: MDB_NOTFOUND, what: "no database \(name)") }
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in

@@ -80,7 +80,7 @@ final class LMDBRowFormat: Sendable {
                 writer.varint(UInt64(list.count))
                 for name in list { writer.string(name) }
             }
-            try txn.put(Self.schema, Data(entity.name.utf8), writer.data)
+            try txn.put(Self.schema, Data(entity.name.utf8), writer.buffer)
         }
     }
 
@@ -117,7 +117,7 @@ final class LMDBRowFormat: Sendable {
 
     /// A row's bytes: the version, the attribute values, the to-one keys, then each
     /// to-many's count and keys, in the entity's recorded order.
-    func encode(_ row: StoredRow, of format: LMDBEntityFormat) throws -> Data {
+    func encode(_ row: StoredRow, of format: LMDBEntityFormat) throws -> [UInt8] {
         var writer = BinaryWriter()
         writer.signed(row.version)
         for name in format.attributes { writer.value(row.attributes[name]) }
@@ -127,7 +127,7 @@ final class LMDBRowFormat: Sendable {
             writer.varint(UInt64(keys.count))
             for key in keys { try self.key(key, into: &writer) }
         }
-        return writer.data
+        return writer.buffer
     }
 
     /// The row of `bytes`.
@@ -168,10 +168,8 @@ final class LMDBRowFormat: Sendable {
     }
 
     private func read<T>(_ bytes: UnsafeRawBufferPointer, file: String, _ body: (inout BinaryReader) throws -> T) throws -> T {
-        guard let base = bytes.baseAddress, bytes.count > 0 else {
-            throw StoreError(.corrupt, "an empty row", url: URL(filePath: file))
-        }
-        var reader = BinaryReader(data: Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none), file: file)
+        guard !bytes.isEmpty else { throw StoreError(.corrupt, "an empty row", url: URL(filePath: file)) }
+        var reader = BinaryReader(bytes: Array(bytes), file: file)
         let result = try body(&reader)
         guard reader.offset == reader.end else { throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after a row", at: reader.offset) }
         return result

@@ -348,7 +348,6 @@ struct LMDBView: RowSource {
         var checked = [Set<String>](repeating: [], count: layout.toOne.count)
         var last = try txn.lastKey(table).flatMap(LMDBLayout.primaryKey) ?? Int64.min
         var highest: Int64 = 0
-        var writer = BinaryWriter()
         for row in 0..<batch.count {
             let key = batch.key(at: row)
             guard key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(key): primary keys start at 1") }
@@ -366,10 +365,10 @@ struct LMDBView: RowSource {
             }
             let inUse = { StoreError(.invalidChange, "cannot insert \(key): primary key \(key.primaryKey) is in use in \(root)'s hierarchy") }
             if try others.contains(where: { try exists(ObjectKey($0, key.primaryKey)) }) { throw inUse() }
-            writer.data.removeAll(keepingCapacity: true)
+            var writer = BinaryWriter()
             try format.encode(row: row, of: batch, format: entityFormat, into: &writer)
             do {
-                try txn.put(table, LMDBLayout.key(key.primaryKey), writer.data, flags: key.primaryKey > last ? .append : .noOverwrite)
+                try txn.put(table, LMDBLayout.key(key.primaryKey), writer.buffer, flags: key.primaryKey > last ? .append : .noOverwrite)
             } catch let error as LMDBError where error.code == MDB_KEYEXIST {
                 throw inUse()
             }

@@ -197,6 +197,45 @@ struct AtomicFileTests {
         #expect(size - metadataOverhead < raw + raw / 5, "file \(size) bytes for \(raw) bytes of values")
     }
 
+    @Test("rows read from the file stay encoded; changes over them read, scan and save like any others")
+    func packedRows() throws {
+        let folder = try Folder()
+        _ = try makeStore(at: folder.store, people: 5)
+        func people(_ store: any PersistentStore) throws -> [Int64: [String: Value]] {
+            let records = try store.fetch(FetchRequest(entity: "Person"))
+            let batch = try store.scanBatch(entity: "Person", after: nil, limit: 100)
+            #expect(batch.records == records, "the batch scan gives the records")
+            return Dictionary(uniqueKeysWithValues: records.map { ($0.key.primaryKey, $0.attributes) })
+        }
+        var store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())
+        #expect(try people(store).count == 5)
+        // An update, a deletion, an insertion, and a value in a column no row had (the table is encoded anew).
+        let new = try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound
+        try store.save(ChangeSet(
+            inserted: [ObjectRecord(key: ObjectKey("Person", new), attributes: ["name": .string("p\(new)")])],
+            updated: [ObjectUpdate(key: ObjectKey("Person", 2), attributes: ["age": .integer(99)]),
+                      ObjectUpdate(key: ObjectKey("Person", 4), attributes: ["nickname": .string("four")])],
+            deleted: [ObjectDeletion(key: ObjectKey("Person", 3))]))
+        let expected: [Int64: [String: Value]] = [
+            1: ["name": .string("p1"), "age": .integer(1)], 2: ["name": .string("p2"), "age": .integer(99)],
+            4: ["name": .string("p4"), "age": .integer(4), "nickname": .string("four")], 5: ["name": .string("p5"), "age": .integer(5)],
+            new: ["name": .string("p\(new)")],
+        ]
+        #expect(try people(store) == expected)
+        #expect(try store.count(FetchRequest(entity: "Person")) == 5)
+        try store.close()
+        store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())
+        #expect(try people(store) == expected)
+        // A change that keeps the columns copies the other rows as they are.
+        try store.save(ChangeSet(updated: [ObjectUpdate(key: ObjectKey("Person", 5), attributes: ["age": .integer(50)])]))
+        try store.close()
+        store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
+        var changed = expected
+        changed[5]!["age"] = .integer(50)
+        #expect(try people(store) == changed)
+        try store.close()
+    }
+
     @Test("the type is recognised by its header")
     func detection() throws {
         let folder = try Folder()

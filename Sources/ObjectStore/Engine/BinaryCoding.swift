@@ -7,31 +7,48 @@ public struct BinaryWriter {
     /// An empty writer.
     public init() {}
 
-    /// The bytes written so far.
-    public var data = Data()
+    /// The bytes written so far, as an array (no copy).
+    public private(set) var buffer: [UInt8] = []
 
-    public mutating func bytes(_ bytes: Data) { data.append(bytes) }
-    public mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+    /// The bytes written so far.
+    public var data: Data {
+        get { Data(buffer) }
+        set { buffer = [UInt8](newValue) }
+    }
+
+    /// Makes room for `count` bytes in all.
+    public mutating func reserveCapacity(_ count: Int) { buffer.reserveCapacity(count) }
+
+    public mutating func bytes(_ bytes: Data) { buffer.append(contentsOf: bytes) }
+    /// Appends raw bytes (a run of already encoded ones).
+    public mutating func bytes(_ bytes: ArraySlice<UInt8>) { buffer.append(contentsOf: bytes) }
+    public mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { buffer.append(contentsOf: $0) } }
     public mutating func varint(_ v: UInt64) {
         var v = v
-        while v >= 0x80 { data.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }
-        data.append(UInt8(v))
+        while v >= 0x80 { buffer.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        buffer.append(UInt8(v))
     }
     public mutating func signed(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
-    public mutating func string(_ s: String) { let u = Data(s.utf8); varint(UInt64(u.count)); data.append(u) }
+    public mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            buffer.append(contentsOf: utf8)
+        }
+    }
 
     public mutating func value(_ value: Value?) {
-        guard let value else { data.append(0); return }
+        guard let value else { buffer.append(0); return }
         switch value {
-        case .integer(let v): data.append(1); signed(v)
-        case .double(let v): data.append(2); fixed(v.bitPattern)
-        case .decimal(let v): data.append(3); string(v.description)
-        case .string(let v): data.append(4); string(v)
-        case .boolean(let v): data.append(v ? 6 : 5)
-        case .date(let v): data.append(7); fixed(v.timeIntervalSinceReferenceDate.bitPattern)
-        case .data(let v): data.append(8); varint(UInt64(v.count)); data.append(v)
-        case .uuid(let v): data.append(9); withUnsafeBytes(of: v.uuid) { data.append(contentsOf: $0) }
-        case .uri(let v): data.append(10); string(v.absoluteString)
+        case .integer(let v): buffer.append(1); signed(v)
+        case .double(let v): buffer.append(2); fixed(v.bitPattern)
+        case .decimal(let v): buffer.append(3); string(v.description)
+        case .string(let v): buffer.append(4); string(v)
+        case .boolean(let v): buffer.append(v ? 6 : 5)
+        case .date(let v): buffer.append(7); fixed(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let v): buffer.append(8); varint(UInt64(v.count)); buffer.append(contentsOf: v)
+        case .uuid(let v): buffer.append(9); withUnsafeBytes(of: v.uuid) { buffer.append(contentsOf: $0) }
+        case .uri(let v): buffer.append(10); string(v.absoluteString)
         }
     }
 }
@@ -41,7 +58,7 @@ public struct BinaryWriter {
 /// unchecked number, and every failure is a ``StoreError`` with code `corrupt`
 /// naming the file and the byte offset.
 public struct BinaryReader {
-    let data: Data
+    let storage: [UInt8]
     let file: String
     /// The position of the next byte.
     public var offset = 0
@@ -50,9 +67,14 @@ public struct BinaryReader {
 
     /// A reader over `data`, naming `file` in errors.
     public init(data: Data, file: String) {
-        self.data = data
+        self.init(bytes: [UInt8](data), file: file)
+    }
+
+    /// A reader over `bytes` (shared, not copied), naming `file` in errors.
+    public init(bytes: [UInt8], file: String) {
+        self.storage = bytes
         self.file = file
-        self.end = data.count
+        self.end = bytes.count
     }
 
     public func corrupt(_ message: String, at offset: Int) -> StoreError {
@@ -68,34 +90,44 @@ public struct BinaryReader {
     public mutating func byte() throws -> UInt8 {
         try need(1)
         defer { offset += 1 }
-        return data[data.startIndex + offset]
+        return storage[offset]
     }
 
     public mutating func bytes(_ n: Int) throws -> Data {
         try need(n)
         defer { offset += n }
-        return data.subdata(in: (data.startIndex + offset)..<(data.startIndex + offset + n))
+        return Data(storage[offset..<(offset + n)])
+    }
+
+    /// Steps over `n` bytes.
+    public mutating func skip(_ n: Int) throws {
+        try need(n)
+        offset += n
     }
 
     public mutating func fixed<T: FixedWidthInteger>() throws -> T {
-        let raw = try bytes(MemoryLayout<T>.size)
-        var v: T = 0
-        for (i, b) in raw.enumerated() { v |= T(b) << (8 * i) }
-        return v
+        let size = MemoryLayout<T>.size
+        try need(size)
+        let at = offset
+        offset += size
+        return T(littleEndian: storage.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: T.self) })
     }
 
     public mutating func varint() throws -> UInt64 {
         let start = offset
         var result: UInt64 = 0
         var shift: UInt64 = 0
-        while true {
-            let b = try byte()
+        while offset < end {
+            let b = storage[offset]
+            offset += 1
             if shift == 63 && b > 1 { throw corrupt("varint overflows 64 bits", at: start) }
             result |= UInt64(b & 0x7f) << shift
             if b & 0x80 == 0 { return result }
             shift += 7
             if shift > 63 { throw corrupt("varint longer than 10 bytes", at: start) }
         }
+        try need(1)
+        return result
     }
 
     public mutating func signed() throws -> Int64 {
@@ -121,9 +153,30 @@ public struct BinaryReader {
 
     public mutating func string() throws -> String {
         let at = offset
-        let raw = try bytes(try length())
-        guard let s = String(data: raw, encoding: .utf8) else { throw corrupt("a string is not valid UTF-8", at: at) }
+        let n = try length()
+        let start = offset
+        offset += n
+        // String(decoding:) repairs what is not UTF-8: the bytes are valid when nothing was repaired.
+        let s: String? = storage.withUnsafeBufferPointer { all in
+            let utf8 = UnsafeBufferPointer(rebasing: all[start..<(start + n)])
+            let s = String(decoding: utf8, as: UTF8.self)
+            return utf8.allSatisfy { $0 < 0x80 } || s.utf8.elementsEqual(utf8) ? s : nil
+        }
+        guard let s else { throw corrupt("a string is not valid UTF-8", at: at) }
         return s
+    }
+
+    /// Steps over a string, checking that it is UTF-8 as ``string()`` does, without building it.
+    public mutating func skipString() throws {
+        let at = offset
+        let n = try length()
+        let start = offset
+        offset += n
+        let valid = storage.withUnsafeBufferPointer { all in
+            let utf8 = UnsafeBufferPointer(rebasing: all[start..<(start + n)])
+            return utf8.allSatisfy { $0 < 0x80 } || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8)
+        }
+        guard valid else { throw corrupt("a string is not valid UTF-8", at: at) }
     }
 
     public mutating func value() throws -> Value? {
@@ -142,13 +195,32 @@ public struct BinaryReader {
         case 7: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed())))
         case 8: return .data(try bytes(try length()))
         case 9:
-            let raw = try bytes(16)
-            return .uuid(raw.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+            try need(16)
+            let start = offset
+            offset += 16
+            return .uuid(storage.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: start, as: uuid_t.self)) })
         case 10:
             let text = try string()
             guard let url = ValueText.uri(text) else { throw corrupt("bad URI \(text)", at: at) }
             return .uri(url)
         case let tag: throw corrupt("unknown value tag \(tag)", at: at)
+        }
+    }
+
+    /// Steps over a value, checking it as ``value()`` does, without building it (except a
+    /// decimal's or a URI's text, which it parses to check).
+    public mutating func skipValue() throws {
+        let at = offset
+        switch try byte() {
+        case 0, 5, 6: return
+        case 1: _ = try varint()
+        case 2, 7: try skip(8)
+        case 4: try skipString()
+        case 8: try skip(try length())
+        case 9: try skip(16)
+        default:
+            offset = at
+            _ = try value()
         }
     }
 }

@@ -72,6 +72,38 @@ extension RowSource {
 }
 
 extension RecordTables {
+    /// A batch of a streaming scan (see ``PersistentStore/scanBatch(entity:after:limit:)``), read
+    /// slot by slot: a packed row is decoded straight into the batch, a dictionary row read by
+    /// slot name; no record is built. It holds what ``scan(entity:after:limit:model:)`` gives.
+    public func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        var batch = RecordBatch(entity: entity, capacity: limit)
+        guard let table = tables[entity.name], limit > 0 else { return batch }
+        let layout = entity.layout
+        let start = primaryKey.map { table.firstIndex(after: $0) } ?? 0
+        let end = start + Swift.min(limit, table.order.count - start)
+        guard start < end else { return batch }
+        let packedSlots = table.packed.map { packed in
+            (packed.columns.map { layout.attributeSlot($0) }, packed.relationships.map { layout.toOneSlot($0) })
+        }
+        for pk in table.order[start..<end] {
+            if let packed = table.packed, let packedSlots, table.rows[pk] == nil, let index = table.packedIndex(pk) {
+                try packed.decode(at: index, into: &batch, attributeSlots: packedSlots.0, toOneSlots: packedSlots.1, exists: exists)
+                continue
+            }
+            guard let row = try table.row(pk) else { continue }
+            let r = batch.appendRow(primaryKey: pk, version: row.version)
+            for (slot, attribute) in layout.attributes.enumerated() { batch[r, attribute: slot] = row.attributes[attribute.name] }
+            for (slot, relationship) in layout.toOne.enumerated() {
+                guard let targets = row.relationships[relationship.name] else { continue }
+                guard targets.count <= 1 else {
+                    throw StoreError(.corrupt, "\(ObjectKey(entity.name, pk)).\(relationship.name) is a to-one but holds \(targets.count) objects")
+                }
+                if let target = targets.first, exists(target) { batch[r, toOne: slot] = target }
+            }
+        }
+        return batch
+    }
+
     /// Reserves `count` keys in `entity`'s hierarchy.
     public mutating func allocatePrimaryKeys(entity: String, count: Int, model: ManagedObjectModel) throws -> ClosedRange<Int64> {
         guard let description = model.entity(named: entity) else {

@@ -20,13 +20,20 @@ public struct StoredRow: Sendable, Hashable {
 
 
 /// The objects of one concrete entity, with their keys kept in ascending order.
+///
+/// A table built row by row holds every row in ``rows``. A table read from a file can
+/// start over ``PackedRows`` instead, kept encoded and decoded when read; ``rows`` then
+/// holds only the rows written since, and ``row(_:)`` reads either.
 public struct RecordTable: Sendable {
-    /// Rows by primary key.
+    /// Rows by primary key: every row, or, over packed rows, the rows written since.
     public internal(set) var rows: [Int64: StoredRow] = [:]
     /// The primary keys, ascending.
     public internal(set) var order: [Int64] = []
+    /// The encoded rows the table started from, if any (those in ``rows`` replace theirs).
+    public private(set) var packed: PackedRows?
+    /// Packed rows deleted since.
+    private var deletedPacked: Set<Int64> = []
 
-    /// The index of the first key greater than `pk`.
     /// The index in ``order`` of the first key greater than `pk`.
     public func firstIndex(after pk: Int64) -> Int {
         var (low, high) = (0, order.count)
@@ -40,10 +47,41 @@ public struct RecordTable: Sendable {
     /// An empty table.
     public init() {}
 
+    /// A table of the rows `packed` holds, decoded when read.
+    public init(packed: PackedRows) {
+        self.packed = packed
+        order = packed.keys
+    }
+
+    /// How many rows.
+    public var count: Int { order.count }
+
+    /// Whether a row with `pk` exists (without decoding it).
+    public func contains(_ pk: Int64) -> Bool {
+        if rows[pk] != nil { return true }
+        return packedIndex(pk) != nil
+    }
+
+    /// The index in ``packed`` of the live packed row `pk` (nil when written or deleted since, or never packed).
+    public func packedIndex(_ pk: Int64) -> Int? {
+        guard let packed, deletedPacked.isEmpty || !deletedPacked.contains(pk) else { return nil }
+        return packed.index(of: pk)
+    }
+
+    /// The row with `pk`, or nil.
+    /// - Throws: ``StoreError`` with code `corrupt` when a packed row does not decode.
+    public func row(_ pk: Int64) throws -> StoredRow? {
+        if let row = rows[pk] { return row }
+        guard let packed, let index = packedIndex(pk) else { return nil }
+        return try packed.row(at: index)
+    }
+
     /// Adds or replaces a row.
     public mutating func insert(_ pk: Int64, _ row: StoredRow) {
-        if rows[pk] != nil { rows[pk] = row; return }
+        let exists = contains(pk)
         rows[pk] = row
+        if exists { return }
+        if packed != nil { deletedPacked.remove(pk) }
         if let last = order.last, last >= pk {
             order.insert(pk, at: firstIndex(after: pk))
         } else {
@@ -52,7 +90,12 @@ public struct RecordTable: Sendable {
     }
 
     mutating func remove(_ pk: Int64) {
-        guard rows.removeValue(forKey: pk) != nil else { return }
+        var removed = rows.removeValue(forKey: pk) != nil
+        if packedIndex(pk) != nil {
+            deletedPacked.insert(pk)
+            removed = true
+        }
+        guard removed else { return }
         let index = firstIndex(after: pk) - 1
         if index >= 0 && order[index] == pk { order.remove(at: index) }
     }
@@ -77,7 +120,9 @@ public struct RecordTables: Sendable, RowSource {
         self.metadata = metadata
     }
 
-    public func row(_ key: ObjectKey) -> StoredRow? { tables[key.entity]?.rows[key.primaryKey] }
+    public func row(_ key: ObjectKey) throws -> StoredRow? { try tables[key.entity]?.row(key.primaryKey) }
+
+    public func exists(_ key: ObjectKey) -> Bool { tables[key.entity]?.contains(key.primaryKey) ?? false }
 
     public func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) -> [Int64] {
         guard let table = tables[entity] else { return [] }
@@ -86,7 +131,7 @@ public struct RecordTables: Sendable, RowSource {
         return start < end ? Array(table.order[start..<end]) : []
     }
 
-    public func rowCount(of entity: String) -> Int { tables[entity]?.rows.count ?? 0 }
+    public func rowCount(of entity: String) -> Int { tables[entity]?.count ?? 0 }
 
     /// Replaces the table of `entity` (for backends that load a whole store).
     public mutating func setTable(_ table: RecordTable, for entity: String) {

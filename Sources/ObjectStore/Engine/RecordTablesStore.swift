@@ -46,6 +46,11 @@ extension RecordTablesStore {
         try readTables { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
 
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        return try readTables { try $0.scanBatch(description, after: primaryKey, limit: limit) }
+    }
+
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
     }
@@ -70,6 +75,12 @@ extension RecordTablesStore {
 extension RecordTablesStore {
     /// A copy of the tables as they are now (copy-on-write: it costs nothing until the store changes).
     public func snapshot() throws -> any PersistentStore {
+        try tablesSnapshot()
+    }
+
+    /// A read-only store over a copy of the tables as they are now: what ``snapshot()`` returns
+    /// by default, for a store that does something first (the in-memory store writes pending metadata).
+    public func tablesSnapshot() throws -> any PersistentStore {
         RecordTablesSnapshot(of: self, tables: try readTables { $0 })
     }
 }

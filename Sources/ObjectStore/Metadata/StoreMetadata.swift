@@ -114,6 +114,10 @@ public struct ModelCompatibility: Sendable, Hashable, CustomStringConvertible {
 
     /// Compares two hash tables.
     public init(storeHashes: [String: Data], modelHashes: [String: Data]) {
+        guard storeHashes != modelHashes else {
+            (changedEntities, onlyInStore, onlyInModel) = ([], [], [])
+            return
+        }
         changedEntities = storeHashes.keys.filter { modelHashes[$0] != nil && modelHashes[$0] != storeHashes[$0] }.sorted()
         onlyInStore = storeHashes.keys.filter { modelHashes[$0] == nil }.sorted()
         onlyInModel = modelHashes.keys.filter { storeHashes[$0] == nil }.sorted()

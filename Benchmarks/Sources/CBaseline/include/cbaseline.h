@@ -28,5 +28,27 @@ long long cbaseline_insert_loop(const char *path, const char *insert, long long 
 /// gives it, text and blobs by pointer) twice on one connection, the second time timed (`seconds`);
 /// returns the rows read, or -1 with a message in `error`.
 long long cbaseline_read_loop(const char *path, const char *select, double *seconds, char *error, int errorSize);
+/// The atomic store benchmarks' floor (atomic.c): the benchmark model's objects (`pairs` of A and
+/// as many of B, the values migration-bench's source store holds) in plain C structs, written and
+/// read in the atomic store's layout (docs/atomic-format.md), SHA-256 included.
+typedef struct cbaseline_atomic_store cbaseline_atomic_store;
+
+/// Builds the objects in memory.
+cbaseline_atomic_store *cbaseline_atomic_make(long long pairs);
+void cbaseline_atomic_free(cbaseline_atomic_store *store);
+/// How many objects.
+long long cbaseline_atomic_count(const cbaseline_atomic_store *store);
+/// A sum over every value (so nothing parsed goes unused).
+double cbaseline_atomic_digest(const cbaseline_atomic_store *store);
+
+/// Serializes the objects with `metadata` (a binary property list) as the metadata, writes
+/// `<path>-tmp-c`, fsyncs it, renames it over `path` and fsyncs the folder. Returns the file's
+/// size, or -1 with a message in `error`.
+long long cbaseline_atomic_save(const cbaseline_atomic_store *store, const char *path, const unsigned char *metadata,
+                                long long metadataLength, char *error, int errorSize);
+
+/// Reads a file of the benchmark model whole, checks it (magic, version, length, SHA-256)
+/// and parses every object into structs. Returns NULL with a message in `error`.
+cbaseline_atomic_store *cbaseline_atomic_load(const char *path, char *error, int errorSize);
 
 #endif
