@@ -278,7 +278,7 @@ public final class MigrationManager: Sendable {
                     attributeFailures[d] = []
                 }
             }
-            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures, counts: copied)
         }
         // Phase 1: mappings that keep keys go first, then those that allocate new ones.
         for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
@@ -326,17 +326,18 @@ public final class MigrationManager: Sendable {
     }
 
     /// Phase 3: every destination object, whichever mapping or policy made it; an entity in
-    /// `attributeFailures` had its attributes checked already (those are the rules broken).
+    /// `attributeFailures` had its attributes checked already (those are the rules broken);
+    /// `counts` are destination objects per entity already known (progress totals).
     private func validate(_ mappings: [EntityMapping], _ context: MigrationContext, destination: any PersistentStore,
-                          attributeFailures: [String: [ValidationFailure]]) throws -> Bool {
+                          attributeFailures: [String: [ValidationFailure]], counts: [String: Int] = [:]) throws -> Bool {
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
         // An entity whose every object came from compiled mappings had its attributes checked in phase 1.
         func entityFailures(_ entity: String, _ m: EntityMapping) throws -> [ValidationFailure] {
             guard let checked = attributeFailures[entity], !context.insertedOneByOne.contains(entity) else {
-                return try validate(entity, mapping: m, destination: destination, checkingAttributes: true)
+                return try validate(entity, mapping: m, destination: destination, checkingAttributes: true, count: counts[entity])
             }
-            return try checked + validate(entity, mapping: m, destination: destination, checkingAttributes: false)
+            return try checked + validate(entity, mapping: m, destination: destination, checkingAttributes: false, count: counts[entity])
         }
         for m in mappings {
             if let d = m.destinationEntity, validated.insert(d).inserted { failures += try entityFailures(d, m) }
@@ -359,9 +360,9 @@ public final class MigrationManager: Sendable {
     /// Phase 3 for one entity's objects. With `checkingAttributes` false only relationships are
     /// checked, and an entity none of whose relationships has a rule is not read at all.
     private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore,
-                          checkingAttributes: Bool) throws -> [ValidationFailure] {
+                          checkingAttributes: Bool, count: Int?) throws -> [ValidationFailure] {
         guard let description = destinationModel.entity(named: entity), !description.isAbstract else { return [] }
-        let total = try step(m, .validate, nil) { try destination.count(FetchRequest(entity: entity, includesSubentities: false)) }
+        let total = try count ?? step(m, .validate, nil) { try destination.objectCount(exactly: entity) }
         guard checkingAttributes || ObjectValidator.hasRelationshipRules(description) else {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return []
