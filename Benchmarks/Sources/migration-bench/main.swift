@@ -54,8 +54,9 @@ case "copy":
     let count = Int(arguments.count > 2 ? arguments[2] : "200000")!
     let source = folder.appending(path: "copy.sqlite")
     try buildSourceStore(at: source, count: count)
-    let loop = try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) }
-    let attached = try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) }
+    // The floors at their best of three: the first run also pays for the pages the source build left dirty.
+    let loop = try (0..<3).map { _ in try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) } }.min()!
+    let attached = try (0..<3).map { _ in try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) } }.min()!
     let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
     let lmdb = try seconds { try migrate(from: source, to: folder.appending(path: "manager.lmdb"), type: LMDBStoreType()) }
     let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
@@ -70,8 +71,9 @@ case "report":
     try buildSourceStore(at: source, count: large)
     try buildSourceStore(at: smallSource, count: small)
     FileHandle.standardError.write(Data("C copy loop, ATTACH + INSERT…SELECT, manager → SQLite, manager → LMDB…\n".utf8))
-    let loop = try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) }
-    let attached = try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) }
+    // The floors at their best of three: the first run also pays for the pages the source build left dirty.
+    let loop = try (0..<3).map { _ in try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) } }.min()!
+    let attached = try (0..<3).map { _ in try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) } }.min()!
     let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
     let converted = try seconds { try migrate(from: source, to: folder.appending(path: "converted.lmdb"), type: LMDBStoreType()) }
     let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
