@@ -10,27 +10,16 @@ typealias Folder = TemporaryFolder
 
 /// Writes a raw LMDB environment with the C API: a named database and one key.
 func rawEnvironment(_ url: URL, database: String, key: Data, value: Data) throws {
-    var env: OpaquePointer?
-    #expect(mdb_env_create(&env) == 0)
-    defer { mdb_env_close(env) }
-    #expect(mdb_env_set_maxdbs(env, 8) == 0)
-    #expect(mdb_env_open(env, url.path, UInt32(MDB_NOSUBDIR), 0o644) == 0)
-    var txn: OpaquePointer?
-    #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
-    var dbi: MDB_dbi = 0
-    #expect(mdb_dbi_open(txn, database, UInt32(MDB_CREATE), &dbi) == 0)
-    key.withUnsafeBytes { k in
-        value.withUnsafeBytes { v in
-            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            var mv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-            #expect(mdb_put(txn, dbi, &mk, &mv, 0) == 0)
-        }
+    try rawTransaction(url) { txn, _ in
+        var dbi: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, database, UInt32(MDB_CREATE), &dbi) == 0)
+        rawPut(txn, dbi, key, value)
+        return true
     }
-    #expect(mdb_txn_commit(txn) == 0)
 }
 
-/// Opens a store's environment with the C API, runs `body` in a write transaction (committed
-/// when it returns true) with a function that opens a named database.
+/// Opens (or makes) an environment with the C API, runs `body` in a write transaction
+/// (committed when it returns true) with a function that opens a named database.
 func rawTransaction(_ url: URL, _ body: (OpaquePointer?, (String) -> MDB_dbi) throws -> Bool) throws {
     var env: OpaquePointer?
     #expect(mdb_env_create(&env) == 0)
