@@ -111,7 +111,8 @@ final class LMDBEnvironment {
     /// every read through it sees the environment at this moment. It keeps the
     /// environment open, and takes the databases opened so far with it.
     func snapshot() throws -> LMDBSnapshotTransaction {
-        LMDBSnapshotTransaction(environment: self, handle: try beginRead(), databases: databases)
+        let region = mapRegion()
+        return LMDBSnapshotTransaction(environment: self, handle: try beginRead(), databases: databases, region: region)
     }
 
     /// Runs `body` in a read-only transaction.
@@ -189,10 +190,16 @@ final class LMDBEnvironment {
     /// the map, whose header holds its page number. The address is used only when meta
     /// pages 0 and 1 (page number and magic) are where it says.
     func releaseMapPages() {
+        if let (base, size) = mapRegion() { madvise(base, size, MADV_DONTNEED) }
+    }
+
+    /// Where the map is and how large (see ``releaseMapPages()``); nil when it cannot be told.
+    /// Touches the environment: call it inside its owner's lock.
+    func mapRegion() -> (UnsafeMutableRawPointer, Int)? {
         var stat = MDB_stat()
         var info = MDB_envinfo()
         guard mdb_env_stat(handle, &stat) == MDB_SUCCESS, mdb_env_info(handle, &info) == MDB_SUCCESS,
-              let meta = databases[LMDBLayout.meta], let txn = try? beginRead() else { return }
+              let meta = databases[LMDBLayout.meta], let txn = try? beginRead() else { return nil }
         defer { mdb_txn_abort(txn) }
         let pageSize = UInt(stat.ms_psize)
         var key = MDB_val()
@@ -201,16 +208,16 @@ final class LMDBEnvironment {
             key = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
             return mdb_get(txn, meta, &key, &value)
         }
-        guard rc == MDB_SUCCESS, let inside = value.mv_data, pageSize.nonzeroBitCount == 1 else { return }
+        guard rc == MDB_SUCCESS, let inside = value.mv_data, pageSize.nonzeroBitCount == 1 else { return nil }
         let page = UInt(bitPattern: inside) & ~(pageSize - 1)
         let number = UInt(UnsafeRawPointer(bitPattern: page)!.loadUnaligned(as: UInt64.self))
-        guard number < UInt(info.me_mapsize) / pageSize, let base = UnsafeMutableRawPointer(bitPattern: page - number * pageSize) else { return }
+        guard number < UInt(info.me_mapsize) / pageSize, let base = UnsafeMutableRawPointer(bitPattern: page - number * pageSize) else { return nil }
         for meta in 0..<2 {
             let header = base + meta * Int(pageSize)
             guard header.loadUnaligned(as: UInt64.self) == UInt64(meta),
-                  header.loadUnaligned(fromByteOffset: 16, as: UInt32.self) == LMDBStoreType.magic else { return }
+                  header.loadUnaligned(fromByteOffset: 16, as: UInt32.self) == LMDBStoreType.magic else { return nil }
         }
-        madvise(base, info.me_mapsize, MADV_DONTNEED)
+        return (base, info.me_mapsize)
     }
 
     /// The current map size in bytes.
@@ -232,9 +239,21 @@ final class LMDBSnapshotTransaction {
     let environment: LMDBEnvironment
     let transaction: LMDBTransaction
 
-    fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi]) {
+    /// The map as it was when the transaction began: it cannot move while a read transaction
+    /// is open (liblmdb remaps only when this process has none).
+    private let region: (UnsafeMutableRawPointer, Int)?
+
+    fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi],
+                     region: (UnsafeMutableRawPointer, Int)?) {
         self.environment = environment
+        self.region = region
         transaction = LMDBTransaction(handle: handle, environment: environment, databases: databases)
+    }
+
+    /// Drops the map's pages from the resident set (as ``LMDBEnvironment/releaseMapPages()``)
+    /// without touching the environment, which its store's lock guards.
+    func releaseMapPages() {
+        if let (base, size) = region { madvise(base, size, MADV_DONTNEED) }
     }
 
     deinit { mdb_txn_abort(transaction.handle) }

@@ -121,7 +121,11 @@ final class LMDBRowFormat: Sendable {
         var writer = BinaryWriter()
         writer.signed(row.version)
         for name in format.attributes { writer.value(row.attributes[name]) }
-        for name in format.toOne { try key(row.relationships[name]?.first, into: &writer) }
+        for name in format.toOne {
+            let keys = row.relationships[name] ?? []
+            guard keys.count <= 1 else { throw StoreError(.invalidChange, "\(format.name).\(name) is a to-one but holds \(keys.count) objects") }
+            try key(keys.first, into: &writer)
+        }
         for name in format.toMany {
             let keys = row.relationships[name] ?? []
             writer.varint(UInt64(keys.count))

@@ -412,7 +412,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
                 guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
                 defer {
                     reads += 1
-                    if reads % 64 == 0 { transaction.environment.releaseMapPages() }
+                    if reads % 64 == 0 { transaction.releaseMapPages() }
                 }
                 return try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
             }
