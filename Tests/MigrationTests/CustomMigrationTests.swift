@@ -271,6 +271,34 @@ struct FailureTests {
         #expect(error.description.contains("100000"))
     }
 
+    @Test("a compiled function of source attributes gives the record path's values, and a failure names its source object", arguments: pairs)
+    func compiledFunctionCall(_ source: String, _ destination: String) throws {
+        let shouting = model { Entity("Contact") { Attribute("fullName", .string); Attribute("identifier", .integer64); Attribute("code", .string) } }
+        func mapping(_ code: MappingExpression) -> MappingModel {
+            MappingModel(entityMappings: [
+                EntityMapping(name: "ContactToContact", kind: .transform, sourceEntity: "Contact", destinationEntity: "Contact",
+                              attributeMappings: ["fullName": .call("uppercase", [.source("fullName")]), "identifier": .source("identifier"),
+                                                  "code": code]),
+            ])
+        }
+        let data = #"{"Contact": [{"_id": "c1", "fullName": "Zoë Ada", "identifier": 7}, {"_id": "c2", "fullName": "bo", "identifier": 12}]}"#
+        let document = try migrate(contactV1, shouting, mapping: mapping(.call("join", [.constant(.string("-")), .source("fullName"), .constant(.string("x"))])),
+                                   data: data, from: source, to: destination)
+        let contacts = (document["Contact"] ?? []).sorted { ($0["identifier"] as? Int ?? 0) < ($1["identifier"] as? Int ?? 0) }
+        #expect(contacts.map { $0["fullName"] as? String } == ["ZOË ADA", "BO"])
+        #expect(contacts.map { $0["code"] as? String } == ["Zoë Ada-x", "bo-x"])
+        let failing = MappingModel(entityMappings: [
+            EntityMapping(name: "ContactToContact", kind: .transform, sourceEntity: "Contact", destinationEntity: "Contact",
+                          attributeMappings: ["fullName": .call("toInteger", [.source("fullName")])]),
+        ])
+        let narrow = model { Entity("Contact") { Attribute("fullName", .integer64) } }
+        let error = try expectFailure(source, destination, mapping: failing, to: narrow,
+                                      data: #"{"Contact": [{"_id": "c1", "fullName": "12"}, {"_id": "c2", "fullName": "twelve"}]}"#)
+        #expect(error.code == .expression)
+        #expect(error.mapping == "ContactToContact" && error.phase == .createObjects)
+        #expect(error.sourceObject == ObjectKey("Contact", 2))
+    }
+
     @Test("phase 3 of a compiled mapping checks relationships only, and finds a missing required one", arguments: pairs)
     func compiledRequiredRelationship(_ source: String, _ destination: String) throws {
         func blog(authorRequired: Bool) -> ManagedObjectModel {

@@ -13,10 +13,17 @@ import ObjectStore
 /// unless the attribute is required and has a default, values are coerced to the
 /// destination's type, and the to-one relationships whose targets keep their keys are set.
 struct SlotProgram {
+    private enum Argument {
+        case slot(Int)
+        case constant(Value?)
+    }
+
     private enum Source {
         /// A source attribute slot, and whether its value needs coercing to the destination type.
         case copy(Int, coercing: Bool)
         case given(MappingExpression)
+        /// A standard function of source attribute slots and constants, called on the values.
+        case call(String, [Argument])
         /// No source value to copy: the destination's default (already coerced).
         case absent(Value?)
     }
@@ -52,6 +59,8 @@ struct SlotProgram {
             case .source(let path)? where !path.contains(".") && source.layout.attributeSlot(path) != nil:
                 let slot = source.layout.attributeSlot(path)!
                 attributes.append(.copy(slot, coercing: source.layout.attributes[slot].type != attribute.type))
+            case .call(let name, let arguments)? where arguments.allSatisfy({ Self.argument($0, source.layout) != nil }):
+                attributes.append(.call(name, arguments.map { Self.argument($0, source.layout)! }))
             case let expression?:
                 attributes.append(.given(expression))
             }
@@ -72,6 +81,15 @@ struct SlotProgram {
             && destination.storedRelationships.filter(\.isToMany).allSatisfy { relationship in
                 if case .source(relationship.name)? = m.relationshipMappings[relationship.name] { true } else { false }
             }
+    }
+
+    /// A function argument read from a source slot or given as a constant, or nil.
+    private static func argument(_ expression: MappingExpression, _ layout: EntityLayout) -> Argument? {
+        switch expression {
+        case .constant(let value): .constant(value)
+        case .source(let path) where !path.contains("."): layout.attributeSlot(path).map(Argument.slot)
+        default: nil
+        }
     }
 
     /// What went wrong with one source object: the manager reports it as it reports a
@@ -129,6 +147,13 @@ struct SlotProgram {
                 coercing = coerce
             case .given(let expression):
                 given = try context.value(of: expression, on: record!)
+            case .call(let name, let arguments):
+                given = try MappingFunctions.call(name, arguments.map { argument in
+                    switch argument {
+                    case .slot(let from): batch[row, attribute: from]
+                    case .constant(let value): value
+                    }
+                })
             }
             // A copied nil stays nil, unless the attribute is required and has a default.
             guard let value = given ?? (attribute.isOptional ? nil : attribute.defaultValue) else { continue }
