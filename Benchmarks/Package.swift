@@ -37,7 +37,7 @@ let package = Package(
         // Inserts and fetches through ObjectContext against GRDB and a C loop, in one process.
         .executableTarget(
             name: "context-bench",
-            dependencies: ["CSQLiteBench", "CBaseline", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["BenchmarkSupport", "CSQLiteBench", "CBaseline", .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
                            .product(name: "SQLiteStore", package: "ObjectStore")],
             path: "Sources/context-bench"

@@ -97,11 +97,6 @@ enum AtomicFormat {
         return bytes
     }
 
-    /// Completes a header and body, as bytes.
-    static func seal(_ unsealed: Data) -> Data {
-        Data(seal([UInt8](unsealed)))
-    }
-
     // MARK: Reading
 
     /// Checks the header, length and checksum; returns a reader positioned after the header.
@@ -142,10 +137,6 @@ enum AtomicFormat {
             throw reader.corrupt("the metadata is not a property list dictionary", at: start)
         }
         return StoreMetadata(values)
-    }
-
-    static func decode(_ data: Data, file: String) throws -> RecordTables {
-        try decode([UInt8](data), file: file)
     }
 
     /// Checks the whole file and indexes its rows, which stay encoded in `data` (``PackedRows``).

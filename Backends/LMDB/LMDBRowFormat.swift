@@ -49,15 +49,15 @@ final class LMDBRowFormat: Sendable {
             guard let name = String(bytes: key, encoding: .utf8) else {
                 throw StoreError(.corrupt, "the schema database holds a name that is not UTF-8", url: url)
             }
-            var reader = BinaryReader(data: Data(value), file: url.path)
-            let number = Int(try reader.varint())
-            var lists: [[String]] = []
-            for _ in 0..<3 { lists.append(try (0..<(try reader.count())).map { _ in try reader.string() }) }
-            guard reader.offset == reader.end, number > 0, number <= model.entityNames.count, numbers.insert(number).inserted else {
-                throw StoreError(.corrupt, "the schema record of \(name) is damaged", url: url)
-            }
             guard let entity = model.entity(named: name) else {
                 throw StoreError(.incompatibleModel, "the store has an entity \(name) that the model does not", url: url)
+            }
+            let damaged = StoreError(.corrupt, "the schema record of \(name) is damaged", url: url)
+            var reader = BinaryReader(bytes: Array(value), file: url.path)
+            guard let raw = try? reader.varint(), let number = Int(exactly: raw), let lists = try? (0..<3).map({ _ in
+                try (0..<(try reader.count())).map { _ in try reader.string() }
+            }), reader.offset == reader.end, number > 0, number <= model.entityNames.count, numbers.insert(number).inserted else {
+                throw damaged
             }
             let format = LMDBEntityFormat(name: name, number: number, attributes: lists[0], toOne: lists[1], toMany: lists[2], layout: entity.layout)
             try format.check(against: entity, toMany: Self.toMany(of: entity), url: url)

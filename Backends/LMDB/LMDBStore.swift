@@ -334,35 +334,20 @@ struct LMDBView: RowSource {
         return batch
     }
 
-    /// Writes a batch whose references are not checked: every key checked free in its
-    /// hierarchy, every value's type and every target's entity checked; rows appended
-    /// while their keys follow the entity's last one.
+    /// Writes a batch whose references are not checked: checked as every store checks one
+    /// (``RecordBatch/checkInsertable(in:)``), every key checked free in its hierarchy, rows
+    /// appended while their keys follow the entity's last one.
     func insert(_ batch: RecordBatch, model: ManagedObjectModel) throws {
+        try batch.checkInsertable(in: model)
         let description = batch.entity
-        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(description.name) objects: the entity is abstract") }
         let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
-        let layout = batch.layout
         let table = LMDBLayout.rows(description.name)
         let root = description.rootName
         let others = model.entity(named: root)!.kindNames.filter { $0 != description.name }
-        var checked = [Set<String>](repeating: [], count: layout.toOne.count)
         var last = try txn.lastKey(table).flatMap(LMDBLayout.primaryKey) ?? Int64.min
         var highest: Int64 = 0
         for row in 0..<batch.count {
             let key = batch.key(at: row)
-            guard key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(key): primary keys start at 1") }
-            for (slot, attribute) in layout.attributes.enumerated() {
-                if let value = batch[row, attribute: slot], !attribute.type.accepts(value) {
-                    throw StoreError(.invalidChange, "\(key).\(attribute.name): \(value) is not a valid \(attribute.type.modelName)")
-                }
-            }
-            for (slot, relationship) in layout.toOne.enumerated() {
-                guard let target = batch[row, toOne: slot], !checked[slot].contains(target.entity) else { continue }
-                guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true else {
-                    throw StoreError(.invalidChange, "\(key).\(relationship.name): \(target) is not a \(relationship.destination)")
-                }
-                checked[slot].insert(target.entity)
-            }
             let inUse = { StoreError(.invalidChange, "cannot insert \(key): primary key \(key.primaryKey) is in use in \(root)'s hierarchy") }
             if try others.contains(where: { try exists(ObjectKey($0, key.primaryKey)) }) { throw inUse() }
             var writer = BinaryWriter()

@@ -157,54 +157,35 @@ struct SQLiteWriter {
     }
 
     /// Inserts a batch whose references are not checked (see ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``):
-    /// one prepared INSERT bound slot by slot; every value's type and every target's entity checked.
+    /// checked as every store checks one (``RecordBatch/checkInsertable(in:)``), then one prepared
+    /// INSERT bound slot by slot.
     func insert(_ batch: RecordBatch) throws {
         let description = batch.entity
         guard let mapping = schema.entities[description.name] else { throw StoreError(.invalidChange, "no entity named \(description.name)") }
-        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(description.name) objects: the entity is abstract") }
+        try batch.checkInsertable(in: model)
         guard !batch.isEmpty else { return }
         let plan = reader.insertPlan(for: mapping.number)
         let layout = batch.layout
         let attributes = layout.attributes.map { plan.attributes[$0.name]! }
         let links = layout.toOne.map { plan.toOne[$0.name]! }
-        // A target's entity number, checked once per slot and entity name.
-        var targetNumbers = [[String: Int64]](repeating: [:], count: links.count)
-        func number(of target: ObjectKey, slot: Int) throws -> Int64 {
-            if let known = targetNumbers[slot][target.entity] { return known }
-            let relationship = layout.toOne[slot]
-            guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true,
-                  let number = schema.entities[target.entity]?.number else {
-                throw StoreError(.invalidChange, "\(description.name).\(relationship.name): \(target) is not a \(relationship.destination)")
-            }
-            targetNumbers[slot][target.entity] = Int64(number)
-            return Int64(number)
-        }
         let statement = try connection.statement(plan.sql)
         var values = [SQLValue](repeating: .null, count: plan.width)
         var last: Int64 = 0
         for row in 0..<batch.count {
             let key = batch.primaryKeys[row]
-            try checkNewKey(batch.key(at: row))
             last = max(last, key)
             values[0] = .integer(key)
             values[1] = .integer(Int64(mapping.number))
             values[2] = .integer(max(1, batch.versions[row]))
             for (slot, place) in attributes.enumerated() {
-                guard let value = batch[row, attribute: slot] else { values[place.index] = .null; continue }
-                guard place.type.accepts(value) else {
-                    throw StoreError(.invalidChange, "\(batch.key(at: row)).\(layout.attributes[slot].name): \(value) is not a valid \(place.type.modelName)")
-                }
-                values[place.index] = SQLiteValues.sql(value)
+                values[place.index] = batch[row, attribute: slot].map(SQLiteValues.sql) ?? .null
             }
             for (slot, place) in links.enumerated() {
-                guard let target = batch[row, toOne: slot] else {
-                    values[place.key] = .null
-                    if let entity = place.entity { values[entity] = .null }
-                    continue
+                let target = batch[row, toOne: slot]
+                values[place.key] = target.map { .integer($0.primaryKey) } ?? .null
+                if let entity = place.entity {
+                    values[entity] = target.flatMap { schema.entities[$0.entity] }.map { .integer(Int64($0.number)) } ?? .null
                 }
-                let targetNumber = try number(of: target, slot: slot)
-                values[place.key] = .integer(target.primaryKey)
-                if let entity = place.entity { values[entity] = .integer(targetNumber) }
             }
             try run(statement, values, inserting: batch.key(at: row), root: description.rootName)
         }

@@ -238,22 +238,34 @@ struct LMDBStoreTests {
         }
     }
 
-    @Test("a store of row format version 1 is refused, naming both versions, and left untouched")
-    func formatVersionOne() throws {
+    /// A store's `format` record changed behind its back: what it becomes, and the error and words expected.
+    static let formatRecords: [(String, [UInt8]?, StoreError.Code, [String])] = [
+        ("version 1: no record", nil, .unsupportedFormat, ["version 1", "version 2", "earlier"]),
+        ("a later version", [3, 0, 0, 0], .unsupportedFormat, ["version 3", "version 2", "later"]),
+        ("a record of 2 bytes", [2, 0], .corrupt, ["2 bytes"]),
+    ]
+
+    @Test("a store of another row format version is refused, naming both versions, and left untouched", arguments: 0..<formatRecords.count)
+    func formatVersion(_ index: Int) throws {
+        let (name, record, code, words) = Self.formatRecords[index]
         let folder = try Folder()
         let url = folder.file("old.lmdb")
         let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
         try store.bulkInsert([ObjectRecord(key: ObjectKey("Pet", 1), attributes: ["name": .string("Rex")])])
         try store.close()
         try rawTransaction(url) { txn, open in
-            var key = MDB_val(mv_size: 6, mv_data: UnsafeMutableRawPointer(mutating: ("format" as StaticString).utf8Start))
-            #expect(mdb_del(txn, open("meta"), &key, nil) == 0)
+            if let record {
+                rawPut(txn, open("meta"), Data("format".utf8), Data(record))
+            } else {
+                var key = MDB_val(mv_size: 6, mv_data: UnsafeMutableRawPointer(mutating: ("format" as StaticString).utf8Start))
+                #expect(mdb_del(txn, open("meta"), &key, nil) == 0)
+            }
             return true
         }
         let before = try Data(contentsOf: url)
         let error = try #require(throws: StoreError.self) { _ = try type.open(at: url, model: StoreConformance.model, options: StoreOptions()) }
-        #expect(error.code == .unsupportedFormat)
-        #expect(error.message.contains("version 1") && error.message.contains("version 2"), "\(error.message)")
+        #expect(error.code == code, "\(name)")
+        #expect(words.allSatisfy(error.message.contains), "\(name): \(error.message)")
         #expect(try Data(contentsOf: url) == before)
         #expect(try type.readMetadata(at: url).storeUUID != nil, "the metadata stays readable")
     }
@@ -297,22 +309,39 @@ struct LMDBStoreTests {
         #expect(batch[0, toOne: layout.toOneSlot("next")!] == ObjectKey("Song", 2))
     }
 
-    @Test("a schema record that does not fit the model is refused, naming the entity and property")
-    func schemaMismatch() throws {
+    /// A `schema` record changed behind the store's back: the key, the new value (nil: deleted), the error and words expected.
+    static let schemaRecords: [(String, Data?, StoreError.Code, [String])] = [
+        ("Pet", Data([4, 1, 4]) + Data("nome".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]), .incompatibleModel, ["Pet", "nome"]),
+        ("Pet", Data([4, 1, 4]) + Data("name".utf8) + Data([0, 0]), .incompatibleModel, ["Pet", "owner"]),
+        ("Pet", nil, .incompatibleModel, ["no entity Pet"]),
+        ("Ghost", Data([11, 0, 0, 0]), .incompatibleModel, ["Ghost"]),
+        ("Pet", Data([0xff]), .corrupt, ["Pet"]),
+        ("Pet", Data([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0]), .corrupt, ["Pet"]),
+        ("Pet", Data([3, 1, 4]) + Data("name".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]), .corrupt, ["Pet"]),
+    ]
+
+    @Test("a schema record that does not fit the model, or is damaged, is refused, naming the entity and property", arguments: 0..<schemaRecords.count)
+    func schemaMismatch(_ index: Int) throws {
+        let (key, value, code, words) = Self.schemaRecords[index]
         let folder = try Folder()
         let url = folder.file("mismatch.lmdb")
         let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
         try store.close()
         try rawTransaction(url) { txn, open in
-            rawPut(txn, open("schema"), Data("Pet".utf8), Data([4, 1, 4]) + Data("nome".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]))
+            if let value {
+                rawPut(txn, open("schema"), Data(key.utf8), value)
+            } else {
+                var k = MDB_val(mv_size: 3, mv_data: UnsafeMutableRawPointer(mutating: ("Pet" as StaticString).utf8Start))
+                #expect(mdb_del(txn, open("schema"), &k, nil) == 0)
+            }
             return true
         }
         let error = try #require(throws: StoreError.self) { _ = try type.open(at: url, model: StoreConformance.model, options: StoreOptions()) }
-        #expect(error.code == .incompatibleModel)
-        #expect(error.message.contains("Pet") && error.message.contains("nome"), "\(error.message)")
+        #expect(error.code == code, "\(index)")
+        #expect(words.allSatisfy(error.message.contains), "\(index): \(error.message)")
     }
 
-    @Test("a batch insert refuses a key in use in the hierarchy and a value of the wrong type, writing nothing")
+    @Test("a batch insert refuses a key in use in the hierarchy, a value of the wrong type and a target of another entity, writing nothing")
     func batchInsertChecks() throws {
         let folder = try Folder()
         let store = try type.open(at: folder.file("batch.lmdb"), model: StoreConformance.model, options: StoreOptions())
@@ -324,6 +353,11 @@ struct LMDBStoreTests {
         var wrong = RecordBatch(entity: StoreConformance.model.entity(named: "Truck")!)
         wrong[wrong.appendRow(primaryKey: 9), attribute: 0] = .string("six")
         #expect(throws: StoreError.self) { try store.bulkInsert(wrong, checkingReferences: false) }
+        var misdirected = RecordBatch(entity: StoreConformance.model.entity(named: "Pet")!)
+        misdirected[misdirected.appendRow(primaryKey: 1), toOne: 0] = ObjectKey("Car", 3)
+        let error = try #require(throws: StoreError.self) { try store.bulkInsert(misdirected, checkingReferences: false) }
+        #expect(error.message.contains("Car/3") || error.message.contains("is not a Person"), "\(error.message)")
+        #expect(try store.count(FetchRequest(entity: "Pet")) == 0)
         #expect(try store.count(FetchRequest(entity: "Truck")) == 0)
         var fine = RecordBatch(entity: StoreConformance.model.entity(named: "Truck")!)
         for pk in [7, 5, 6] as [Int64] { fine[fine.appendRow(primaryKey: pk), attribute: 0] = .integer(6) }

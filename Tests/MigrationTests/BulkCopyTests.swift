@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import ObjectMigration
+import Synchronization
 import ObjectModel
 import ObjectStore
 import ObjectStoreTesting
@@ -35,6 +36,22 @@ func rawRows(_ url: URL) throws -> [String: [String]] {
     return tables
 }
 
+/// Migrates with the identity mapping, bulk copy allowed or not; returns whether the objects
+/// moved in batches: only the batch path reports phase 1 of an entity before its first object.
+@discardableResult
+func identityMigration(_ from: URL, to: URL, model: ManagedObjectModel, bulkCopy: Bool = true, source: (any PersistentStore)? = nil) throws -> Bool {
+    let log = Mutex<[MigrationProgress]>([])
+    let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: bulkCopy) { progress in
+        log.withLock { $0.append(progress) }
+    }
+    if let source {
+        try manager.migrateStore(from: source, to: to, type: Backends.type("sqlite"))
+    } else {
+        try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+    }
+    return log.withLock { $0 }.contains { $0.phase == .createObjects && $0.completed == 0 && $0.total > 0 }
+}
+
 @Suite("Bulk copy inside SQLite")
 struct BulkCopyTests {
     @Test("a convert between SQLite stores copies every row of every table as SQLite holds it, key counters included")
@@ -49,9 +66,11 @@ struct BulkCopyTests {
         let concrete = model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
         #expect((probe as? any BulkCopying)?.canCopyObjects(of: concrete, from: snapshot) == true)
         #expect((probe as? any BulkCopying)?.canCopyObjects(of: Array(concrete.dropFirst()), from: snapshot) == false, "only whole stores")
+        let refused = try #require(throws: StoreError.self) { _ = try (probe as? any BulkCopying)?.copyObjects(of: Array(concrete.dropFirst()), from: snapshot) }
+        #expect(refused.code == .invalidChange)
+        #expect(try probe.count(FetchRequest(entity: "Person")) == 0, "a refused copy writes nothing")
         try probe.close()
-        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model))
-        try manager.migrateStore(from: snapshot, to: to, type: Backends.type("sqlite"))
+        #expect(try identityMigration(from, to: to, model: model, source: snapshot) == false, "the objects moved in batches")
         try snapshot.close()
         try source.close()
         let expected = try rawRows(from)
@@ -59,8 +78,7 @@ struct BulkCopyTests {
         #expect(try rawRows(to) == expected)
         // The generic pipeline gives what the source exports, too.
         let generic = workspace.location("generic", "sqlite")
-        try MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: false)
-            .migrateStore(at: from, type: Backends.type("sqlite"), to: generic, type: Backends.type("sqlite"))
+        #expect(try identityMigration(from, to: generic, model: model, bulkCopy: false), "bulk copy off: batches")
         #expect(try export("sqlite", at: generic, model: model) == export("sqlite", at: to, model: model))
     }
 
@@ -75,10 +93,7 @@ struct BulkCopyTests {
         #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
         #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK = 2", nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
-        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model))
-        let error = try #require(throws: MigrationError.self) {
-            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
-        }
+        let error = try #require(throws: MigrationError.self) { try identityMigration(from, to: to, model: model) }
         #expect(error.code == .validationFailed)
         #expect(!FileManager.default.fileExists(atPath: to.path))
     }

@@ -136,13 +136,41 @@ public func transform(from source: URL, to destination: URL) throws {
     try manager.migrateStore(at: source, type: SQLiteStoreType(), to: destination, type: SQLiteStoreType())
 }
 
-/// The process's peak resident memory so far, in bytes (Linux: VmHWM).
+/// The peak resident memory of this process so far, in bytes: the memory map's own high-water
+/// mark (Linux's VmHWM), else getrusage's ru_maxrss. In a child, VmHWM is the figure to use:
+/// Linux carries ru_maxrss over an exec from the process that forked, so a child of a parent
+/// that already used 140 MiB reports at least that; VmHWM belongs to the new program alone.
 public func peakResidentBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return usage.ru_maxrss * 1024 }
+    return kib * 1024
+}
+
+/// A benchmark step that failed: what, and what it printed.
+public struct BenchmarkFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs this executable again with `arguments` (one case in a process of its own, so its peak
+/// memory is its own) and returns the number it prints.
+/// - Throws: ``BenchmarkFailure`` when it fails or prints no number.
+public func runChild(_ arguments: [String]) throws -> Int {
+    let process = Process()
+    process.executableURL = URL(filePath: CommandLine.arguments[0]).standardizedFileURL
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0, let value = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw BenchmarkFailure("\(arguments.joined(separator: " ")) exited with status \(process.terminationStatus): \(output)")
     }
-    return 0
+    return value
 }
 
 /// Seconds `body` takes.

@@ -81,21 +81,6 @@ func cMessage(_ error: [CChar]) -> String {
     String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// Runs this executable with `arguments` and returns what it prints (a number).
-func child(_ arguments: [String]) throws -> Int {
-    let process = Process()
-    process.executableURL = URL(filePath: CommandLine.arguments[0]).standardizedFileURL
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0, let value = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-        fail("\(arguments.joined(separator: " ")) failed: \(output)")
-    }
-    return value
-}
 
 /// Five entities of five attributes, a to-one between each pair: the issue's "5-entity in-memory store".
 let fiveEntityModel: ManagedObjectModel = {
@@ -218,8 +203,8 @@ case "report":
     cbaseline_atomic_free(ours)
 
     FileHandle.standardError.write(Data("peak memory of a load (separate processes)…\n".utf8))
-    let idle = try child(["idle"])
-    let peak = try child(["load", ourFile.path])
+    let idle = try runChild(["idle"])
+    let peak = try runChild(["load", ourFile.path])
 
     FileHandle.standardError.write(Data("in-memory stores, \(iterations) iterations…\n".utf8))
     let memory = try inMemoryFigures(iterations: iterations)

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import CBaseline
 import Foundation
 import GRDB
@@ -186,34 +187,9 @@ func failure(_ what: String, _ error: [CChar] = [0]) -> CocoaError {
     return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: message.isEmpty ? what : "\(what): \(message)"])
 }
 
-/// The peak resident memory of this process so far, in bytes: getrusage's ru_maxrss, and where Linux
-/// has it, the memory map's own high-water mark (VmHWM), which is the figure to use in a child. Linux
-/// carries ru_maxrss over an exec from the process that forked, so a child of a parent that already
-/// used 140 MiB reports at least that; VmHWM belongs to the new program's memory map alone.
-func peakResidentBytes() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    let maxrss = usage.ru_maxrss * 1024
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return maxrss }
-    return kib * 1024
-}
-
 /// Runs one case in a process of its own (this binary, `case <name>`) and returns its peak resident bytes.
 func childPeak(_ name: String, _ stores: Stores) throws -> Int {
-    let process = Process()
-    process.executableURL = URL(filePath: CommandLine.arguments[0]).standardizedFileURL
-    process.arguments = ["case", name, stores.folder.path, String(stores.count)]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0, let bytes = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-        throw failure("case \(name) exited with status \(process.terminationStatus)")
-    }
-    return bytes
+    try runChild(["case", name, stores.folder.path, String(stores.count)])
 }
 
 /// Runs one case by name (what `case` runs in a child process).

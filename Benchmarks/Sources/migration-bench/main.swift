@@ -16,15 +16,22 @@ try FileManager.default.createDirectory(at: folder, withIntermediateDirectories:
 
 /// The peak resident memory of one migration run in a child process (`migrate`), by the destination's extension.
 func childPeak(_ source: URL, _ destination: URL) throws -> Int {
-    let process = Process()
-    process.executableURL = URL(filePath: CommandLine.arguments[0]).standardizedFileURL
-    process.arguments = ["migrate", source.path, destination.path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    try runChild(["migrate", source.path, destination.path])
+}
+
+/// Seconds of each copy of one source store: the two C floors and the manager's four workloads.
+struct CopyTimes {
+    var loop = 0.0, attached = 0.0, managed = 0.0, lmdb = 0.0, bulk = 0.0, transformed = 0.0
+
+    init(of source: URL) throws {
+        // The floors at their best of three: the first run also pays for the pages the source build left dirty.
+        loop = try (0..<3).map { _ in try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) } }.min()!
+        attached = try (0..<3).map { _ in try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) } }.min()!
+        managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
+        lmdb = try seconds { try migrate(from: source, to: folder.appending(path: "manager.lmdb"), type: LMDBStoreType()) }
+        bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
+        transformed = try seconds { try transform(from: source, to: folder.appending(path: "transformed.sqlite")) }
+    }
 }
 
 switch arguments.dropFirst().first {
@@ -54,15 +61,10 @@ case "copy":
     let count = Int(arguments.count > 2 ? arguments[2] : "200000")!
     let source = folder.appending(path: "copy.sqlite")
     try buildSourceStore(at: source, count: count)
-    // The floors at their best of three: the first run also pays for the pages the source build left dirty.
-    let loop = try (0..<3).map { _ in try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) } }.min()!
-    let attached = try (0..<3).map { _ in try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) } }.min()!
-    let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
-    let lmdb = try seconds { try migrate(from: source, to: folder.appending(path: "manager.lmdb"), type: LMDBStoreType()) }
-    let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
-    let transformed = try seconds { try transform(from: source, to: folder.appending(path: "transformed.sqlite")) }
+    let t = try CopyTimes(of: source)
     print(String(format: "C loop %.3f s (%.0f rows/s), ATTACH %.3f s, manager→sqlite %.3f s (%.2f×), manager→lmdb %.3f s (%.2f×), bulk copy %.3f s (%.2f× ATTACH), transform %.3f s (%.2f×)",
-                 loop, Double(count) / loop, attached, managed, managed / loop, lmdb, lmdb / loop, bulk, bulk / attached, transformed, transformed / loop))
+                 t.loop, Double(count) / t.loop, t.attached, t.managed, t.managed / t.loop, t.lmdb, t.lmdb / t.loop, t.bulk, t.bulk / t.attached,
+                 t.transformed, t.transformed / t.loop))
 case "report":
     let large = Int(arguments.count > 2 ? arguments[2] : "1000000")!
     let small = Int(arguments.count > 3 ? arguments[3] : "100000")!
@@ -71,13 +73,8 @@ case "report":
     try buildSourceStore(at: source, count: large)
     try buildSourceStore(at: smallSource, count: small)
     FileHandle.standardError.write(Data("C copy loop, ATTACH + INSERT…SELECT, manager → SQLite, manager → LMDB…\n".utf8))
-    // The floors at their best of three: the first run also pays for the pages the source build left dirty.
-    let loop = try (0..<3).map { _ in try seconds { try plainCopy(from: source, to: folder.appending(path: "loop.sqlite")) } }.min()!
-    let attached = try (0..<3).map { _ in try seconds { try attachCopy(from: source, to: folder.appending(path: "attach.sqlite")) } }.min()!
-    let managed = try seconds { try migrate(from: source, to: folder.appending(path: "manager.sqlite"), type: SQLiteStoreType()) }
-    let converted = try seconds { try migrate(from: source, to: folder.appending(path: "converted.lmdb"), type: LMDBStoreType()) }
-    let bulk = try seconds { try migrate(from: source, to: folder.appending(path: "bulk.sqlite"), type: SQLiteStoreType(), bulkCopy: true) }
-    let transformed = try seconds { try transform(from: source, to: folder.appending(path: "transformed.sqlite")) }
+    let t = try CopyTimes(of: source)
+    let (loop, attached, bulk) = (t.loop, t.attached, t.bulk)
     var peaks: [(String, Int, Int)] = []
     for type in ["sqlite", "lmdb"] {
         FileHandle.standardError.write(Data("peak memory → \(type) at \(small) and \(large) objects (separate processes)…\n".utf8))
@@ -96,9 +93,9 @@ case "report":
     |---|---|---|---|
     \(figure("C copy loop, SQLite → SQLite (the floor)", loop, "1×"))
     \(figure("C ATTACH + INSERT … SELECT", attached, "—"))
-    \(figure("MigrationManager, SQLite → SQLite", managed, "≤ 2×"))
-    \(figure("MigrationManager, SQLite → LMDB", converted, "≤ 1.5×"))
-    \(figure("MigrationManager, transform mapping (renames, one computed attribute), SQLite → SQLite", transformed, "≤ 3×"))
+    \(figure("MigrationManager, SQLite → SQLite", t.managed, "≤ 2×"))
+    \(figure("MigrationManager, SQLite → LMDB", t.lmdb, "≤ 1.5×"))
+    \(figure("MigrationManager, transform mapping (renames, one computed attribute), SQLite → SQLite", t.transformed, "≤ 3×"))
     | MigrationManager with bulk copy, SQLite → SQLite | \(String(format: "%.2f", bulk)) s, \(rate(bulk)) objects/s | \(String(format: "%.2f", bulk / attached))× the C ATTACH | ≤ 1.25× the C ATTACH |
 
     | peak resident memory | \(small) objects | \(large) objects | ratio (target ≤ 1.2) |

@@ -71,7 +71,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         var header = AtomicFormat.magic
         withUnsafeBytes(of: AtomicFormat.version.littleEndian) { header.append(contentsOf: $0) }
         header.append(Data(count: AtomicFormat.headerSize - header.count))
-        _ = try? AtomicFormat.decode(AtomicFormat.seal(header + data), file: "fuzz")
+        _ = try? AtomicFormat.decode(AtomicFormat.seal([UInt8](header + data)), file: "fuzz")
     case "xml":
         _ = try? XcodeModelReader.read(data, file: "fuzz")
     case "jsonmodel":

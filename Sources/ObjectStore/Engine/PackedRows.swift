@@ -68,12 +68,7 @@ public struct PackedRows: Sendable {
             guard n > 0 else { continue }
             var keys: [ObjectKey] = []
             keys.reserveCapacity(n - 1)
-            for _ in 0..<(n - 1) {
-                let at = reader.offset
-                let name = try reader.varint()
-                guard name < UInt64(names.count) else { throw reader.corrupt("entity index \(name) out of range", at: at) }
-                keys.append(ObjectKey(names[Int(name)], try reader.signed()))
-            }
+            for _ in 0..<(n - 1) { keys.append(try key(&reader)) }
             row.relationships[relationship] = keys
         }
         guard reader.offset == reader.end else { throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after a row", at: reader.offset) }
@@ -102,13 +97,18 @@ public struct PackedRows: Sendable {
                 throw StoreError(.corrupt, "\(ObjectKey(batch.entity.name, pk)).\(relationships[r]) is a to-one but holds \(n - 1) objects")
             }
             for _ in 0..<(n - 1) {
-                let at = reader.offset
-                let name = try reader.varint()
-                guard name < UInt64(names.count) else { throw reader.corrupt("entity index \(name) out of range", at: at) }
-                let target = ObjectKey(names[Int(name)], try reader.signed())
+                let target = try key(&reader)
                 if let slot, exists(target) { batch[row, toOne: slot] = target }
             }
         }
         guard reader.offset == reader.end else { throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after a row", at: reader.offset) }
+    }
+
+    /// A key of a key list: a name index and a primary key.
+    private func key(_ reader: inout BinaryReader) throws -> ObjectKey {
+        let at = reader.offset
+        let name = try reader.varint()
+        guard name < UInt64(names.count) else { throw reader.corrupt("entity index \(name) out of range", at: at) }
+        return ObjectKey(names[Int(name)], try reader.signed())
     }
 }

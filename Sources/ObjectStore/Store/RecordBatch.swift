@@ -97,4 +97,32 @@ public struct RecordBatch: Sendable {
             self[row, toOne: slot] = target
         }
     }
+
+    /// Checks what every store checks before it inserts the batch without checking references
+    /// (``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``): the entity is
+    /// not abstract, keys are 1 or more, every value fits its attribute's type and every to-one
+    /// names an object of the relationship's destination (or a sub-entity of it) in `model`.
+    /// Keys already in use, and whether targets exist, are the store's to check.
+    /// - Throws: ``StoreError/Code/invalidChange`` naming the object and property.
+    public func checkInsertable(in model: ManagedObjectModel) throws {
+        if entity.isAbstract { throw StoreError(.invalidChange, "cannot insert \(entity.name) objects: the entity is abstract") }
+        let width = layout.attributes.count, links = layout.toOne.count
+        // Target entities already found to fit each to-one slot.
+        var fitting = [Set<String>](repeating: [], count: links)
+        for row in 0..<count {
+            guard primaryKeys[row] > 0 else { throw StoreError(.invalidChange, "cannot insert \(key(at: row)): primary keys start at 1") }
+            for (slot, attribute) in layout.attributes.enumerated() {
+                if let value = values[row * width + slot], !attribute.type.accepts(value) {
+                    throw StoreError(.invalidChange, "\(key(at: row)).\(attribute.name): \(value) is not a valid \(attribute.type.modelName)")
+                }
+            }
+            for (slot, relationship) in layout.toOne.enumerated() {
+                guard let target = toOne[row * links + slot], !fitting[slot].contains(target.entity) else { continue }
+                guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true else {
+                    throw StoreError(.invalidChange, "\(key(at: row)).\(relationship.name): \(target) is not a \(relationship.destination)")
+                }
+                fitting[slot].insert(target.entity)
+            }
+        }
+    }
 }
