@@ -105,7 +105,7 @@ final class LMDBRowFormat: Sendable {
 
     /// An entity's stored to-many relationships, in model order.
     static func toMany(of entity: EntityDescription) -> [String] {
-        entity.relationships.filter { $0.isToMany && !$0.isTransient }.map(\.name)
+        entity.storedRelationships.filter(\.isToMany).map(\.name)
     }
 
     func format(of entity: String, url: URL) throws -> LMDBEntityFormat {

@@ -14,10 +14,11 @@ public struct EntityLayout: Sendable {
     private let attributeSlots: [String: Int]
     private let toOneSlots: [String: Int]
 
+    /// The layout of stored `attributes` and stored `relationships` (the entity's own lists).
     init(entity: String, attributes: [Attribute], relationships: [Relationship]) {
         self.entity = entity
-        self.attributes = attributes.filter { !$0.isTransient }
-        self.toOne = relationships.filter { !$0.isTransient && !$0.isToMany }
+        self.attributes = attributes
+        self.toOne = relationships.filter { !$0.isToMany }
         attributeSlots = Dictionary(self.attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
         toOneSlots = Dictionary(self.toOne.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
     }

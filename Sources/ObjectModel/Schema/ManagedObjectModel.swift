@@ -110,7 +110,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.relationships = relationships
         self.storedAttributes = attributes.filter { !$0.isTransient }
         self.storedRelationships = relationships.filter { !$0.isTransient }
-        self.layout = EntityLayout(entity: declaration.name, attributes: attributes, relationships: relationships)
+        self.layout = EntityLayout(entity: declaration.name, attributes: storedAttributes, relationships: storedRelationships)
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.ancestors = ancestors
