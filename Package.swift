@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ObjectStore", targets: ["ObjectStore"]),
         .library(name: "ObjectMigration", targets: ["ObjectMigration"]),
         .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
+        .library(name: "StoreToolkit", targets: ["StoreToolkit"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
@@ -25,18 +26,21 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(name: "ObjectStore", dependencies: ["ObjectModel"]),
+        // What backends that keep each object as one row share: row tables and row sources (the
+        // contract's semantics over them), the binary codec, packed rows. Not the core's job.
+        .target(name: "StoreToolkit", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
-        .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore"], path: "Backends/InMemory"),
+        .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit"], path: "Backends/InMemory"),
         .systemLibrary(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "CLMDB"], path: "Backends/LMDB"),
+        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB"], path: "Backends/LMDB"),
         .target(
             name: "AtomicStore",
-            dependencies: ["ObjectModel", "ObjectStore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto")],
             path: "Backends/Atomic"
         ),
         .executableTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 import Crypto
 
 /// Encodes and decodes the atomic store file (`docs/atomic-format.md`).

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 import Synchronization
 
 /// A store kept whole in one binary file: read completely at open, written

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 
 /// The `atomic` store type: one binary file plus, during a save, its temporary file.
 public struct AtomicStoreType: StoreType {

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 import Synchronization
 
 /// The reference implementation of the store contract, kept entirely in memory.

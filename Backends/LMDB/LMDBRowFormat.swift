@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 
 /// The store's row format (version 2, `docs/lmdb-format.md`): which number each entity
 /// has and in which order its values are written, read from the store's `schema`

@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import ObjectModel
 import ObjectStore
+import StoreToolkit
 
 /// A store in an LMDB environment through the system liblmdb: one data file
 /// (`MDB_NOSUBDIR`) plus its `-lock` file.

@@ -17,7 +17,8 @@ struct SQLiteWriter {
     /// one-to-one, foreign keys of members a to-many drops, and the order number of an
     /// object a to-one moves to the end of an ordered to-many.
     func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
-        try changes.checkInverses(model: model)
+        // The model's rules first (ChangeSet.checkShape); the database checks keys in use, targets and versions.
+        try changes.checkShape(model: model)
         let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }
         var lastKeys: [Int: Int64] = [:]
@@ -44,7 +45,7 @@ struct SQLiteWriter {
             for (name, members) in update.toMany { try writeToMany(update.key, name, members) }
         }
         for (root, last) in lastKeys { try moveKeyCounter(root, past: last) }
-        try verifyTargets(changes, checkingExistence: checkingReferences)
+        if checkingReferences { try verifyTargets(changes) }
     }
 
     private func description(_ key: ObjectKey, _ verb: String) throws -> (EntityDescription, SQLiteSchema.Entity) {
@@ -79,22 +80,16 @@ struct SQLiteWriter {
         }
     }
 
-    /// Column assignments for attributes and to-one relationships, checked against the model.
-    private func assignments(_ key: ObjectKey, _ description: EntityDescription, _ mapping: SQLiteSchema.Entity,
+    /// Column assignments for attributes and to-one relationships (names the change set's shape check passed).
+    private func assignments(_ key: ObjectKey, _ mapping: SQLiteSchema.Entity,
                              attributes: [String: Value?], toOne: [String: ObjectKey?]) throws -> [(String, SQLValue)] {
         var columns: [(String, SQLValue)] = []
         for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            guard let attribute = description.attributesByName[name], !attribute.isTransient, let column = mapping.attributes[name] else {
-                throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)")
-            }
-            if let value, !attribute.type.accepts(value) {
-                throw StoreError(.invalidChange, "\(key).\(name): \(value) is not a valid \(attribute.type.modelName)")
-            }
+            guard let column = mapping.attributes[name] else { throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)") }
             columns.append((column, SQLiteValues.sql(value)))
         }
         for (name, target) in toOne.sorted(by: { $0.key < $1.key }) {
-            guard let relationship = description.relationshipsByName[name], !relationship.isToMany, !relationship.isTransient,
-                  let column = mapping.toOne[name] else {
+            guard let column = mapping.toOne[name] else {
                 throw StoreError(.invalidChange, "\(key): no stored to-one relationship named \(name)")
             }
             columns.append((column.key, target.map { .integer($0.primaryKey) } ?? .null))
@@ -107,11 +102,6 @@ struct SQLiteWriter {
 
     private func insert(_ record: ObjectRecord) throws {
         let (description, mapping) = try self.description(record.key, "insert")
-        if description.isAbstract { throw StoreError(.invalidChange, "cannot insert \(record.key): entity \(description.name) is abstract") }
-        try checkNewKey(record.key)
-        for name in record.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
-            throw StoreError(.invalidChange, "\(record.key): no stored to-many relationship named \(name)")
-        }
         // One statement per entity with every column; what the record leaves out is NULL.
         let plan = reader.insertPlan(for: mapping.number)
         var values = [SQLValue](repeating: .null, count: plan.width)
@@ -121,9 +111,6 @@ struct SQLiteWriter {
         for (name, value) in record.attributes {
             guard let slot = plan.attributes[name] else {
                 throw StoreError(.invalidChange, "\(record.key): no stored attribute named \(name)")
-            }
-            guard slot.type.accepts(value) else {
-                throw StoreError(.invalidChange, "\(record.key).\(name): \(value) is not a valid \(slot.type.modelName)")
             }
             values[slot.index] = SQLiteValues.sql(value)
         }
@@ -135,11 +122,6 @@ struct SQLiteWriter {
             if let entity = slot.entity, let number = schema.entities[target.entity]?.number { values[entity] = .integer(Int64(number)) }
         }
         try run(connection.statement(plan.sql), values, inserting: record.key, root: description.rootName)
-    }
-
-    /// A new object's key: 1 or more.
-    private func checkNewKey(_ key: ObjectKey) throws {
-        guard key.primaryKey > 0 else { throw StoreError(.invalidChange, "cannot insert \(key): primary keys start at 1") }
     }
 
     /// Runs one row's INSERT; the only way it fails with a constraint is a key in use.
@@ -193,11 +175,8 @@ struct SQLiteWriter {
     }
 
     private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {
-        let (description, mapping) = try self.description(update.key, "update")
-        for name in update.toMany.keys where description.relationshipsByName[name]?.isToMany != true {
-            throw StoreError(.invalidChange, "\(update.key): no stored to-many relationship named \(name)")
-        }
-        let columns = try assignments(update.key, description, mapping, attributes: update.attributes, toOne: update.toOne)
+        let (_, mapping) = try self.description(update.key, "update")
+        let columns = try assignments(update.key, mapping, attributes: update.attributes, toOne: update.toOne)
         // Moving to the end of an ordered to-many is decided on the foreign key before it changes.
         for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) { try appendOrder(update.key, name, target, given: given, inserted: false) }
         var values: [SQLValue] = [.integer(update.key.primaryKey), .integer(Int64(mapping.number))] + columns.map(\.1)
@@ -271,7 +250,6 @@ struct SQLiteWriter {
     }
 
     private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey]) throws {
-        guard Set(members).count == members.count else { throw StoreError(.invalidChange, "\(owner).\(name): an object appears twice") }
         guard let storage = schema.entities[owner.entity]?.toMany[name] else { return }
         let pk = SQLValue.integer(owner.primaryKey)
         switch storage {
@@ -328,17 +306,13 @@ struct SQLiteWriter {
         }
     }
 
-    /// Every object a change points to must exist (after the change) and be of the right entity.
-    /// Targets are looked up a few hundred at a time, one query per table.
-    private func verifyTargets(_ changes: ChangeSet, checkingExistence: Bool) throws {
+    /// Every object a change points to must exist after the change (its entity the shape check
+    /// passed). Targets are looked up a few hundred at a time, one query per table.
+    private func verifyTargets(_ changes: ChangeSet) throws {
         var wanted: [String: Set<Int64>] = [:]   // "table|entity number" → primary keys
         var places: [ObjectKey: (ObjectKey, String)] = [:]
         func note(_ source: ObjectKey, _ name: String, _ target: ObjectKey) throws {
-            guard let relationship = model.entity(named: source.entity)?.relationshipsByName[name] else { return }
-            guard let destination = model.entity(named: target.entity), destination.isKind(of: relationship.destination),
-                  let mapping = schema.entities[target.entity] else {
-                throw StoreError(.invalidChange, "\(source).\(name): \(target) is not a \(relationship.destination)")
-            }
+            guard let mapping = schema.entities[target.entity] else { throw StoreError(.invalidChange, "\(source).\(name): no entity named \(target.entity)") }
             wanted["\(mapping.table)|\(mapping.number)", default: []].insert(target.primaryKey)
             if places[target] == nil { places[target] = (source, name) }
         }
@@ -350,7 +324,6 @@ struct SQLiteWriter {
             for (name, target) in update.toOne { if let target { try note(update.key, name, target) } }
             for (name, targets) in update.toMany { for target in targets { try note(update.key, name, target) } }
         }
-        guard checkingExistence else { return }
         for (place, keys) in wanted {
             let parts = place.split(separator: "|")
             let (table, number) = (String(parts[0]), Int64(parts[1])!)

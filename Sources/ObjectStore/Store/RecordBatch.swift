@@ -110,17 +110,13 @@ public struct RecordBatch: Sendable {
         // Target entities already found to fit each to-one slot.
         var fitting = [Set<String>](repeating: [], count: links)
         for row in 0..<count {
-            guard primaryKeys[row] > 0 else { throw StoreError(.invalidChange, "cannot insert \(key(at: row)): primary keys start at 1") }
+            try ContractRule.newKey(key(at: row))
             for (slot, attribute) in layout.attributes.enumerated() {
-                if let value = values[row * width + slot], !attribute.type.accepts(value) {
-                    throw StoreError(.invalidChange, "\(key(at: row)).\(attribute.name): \(value) is not a valid \(attribute.type.modelName)")
-                }
+                if let value = values[row * width + slot] { try ContractRule.value(value, of: attribute, key(at: row)) }
             }
             for (slot, relationship) in layout.toOne.enumerated() {
                 guard let target = toOne[row * links + slot], !fitting[slot].contains(target.entity) else { continue }
-                guard model.entity(named: target.entity)?.isKind(of: relationship.destination) == true else {
-                    throw StoreError(.invalidChange, "\(key(at: row)).\(relationship.name): \(target) is not a \(relationship.destination)")
-                }
+                try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
                 fitting[slot].insert(target.entity)
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 extension RowSource {
     /// The record with `key`, or nil.

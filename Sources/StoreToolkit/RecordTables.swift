@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// One stored object.
 public struct StoredRow: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// The rows of one table kept in their binary encoding (the atomic file's rows,
 /// `docs/atomic-format.md`), each decoded when it is read: a store read whole from a

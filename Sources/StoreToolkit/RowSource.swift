@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// Read access to stored rows: all the shared engine needs from a backend that
 /// keeps each object as one row (the in-memory tables, an LMDB database).
@@ -38,86 +39,47 @@ extension RowSource {
         return ObjectRecord(key: key, version: row.version, attributes: row.attributes, toOne: toOne)
     }
 
-    /// Checks a change set completely before anything is applied, so a save is all or nothing.
+    /// Checks a change set completely before anything is applied, so a save is all or nothing:
+    /// the model's rules (``ChangeSet/checkShape(model:)``), then what needs the rows: no
+    /// inserted key in use in its hierarchy, every target existing after the change (when
+    /// `checkingReferences`), every updated or deleted object existing at the version expected.
     public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
-        try changes.checkInverses(model: model)
+        try changes.checkShape(model: model)
         let deleted = Set(changes.deleted.map(\.key))
         var inserted: Set<ObjectKey> = []
-        var insertedPerRoot: [String: Set<Int64>] = [:]
         for record in changes.inserted {
-            guard let entity = model.entity(named: record.key.entity) else {
-                throw StoreError(.invalidChange, "cannot insert \(record.key): no entity named \(record.key.entity)")
-            }
-            if entity.isAbstract {
-                throw StoreError(.invalidChange, "cannot insert \(record.key): entity \(entity.name) is abstract")
-            }
-            guard record.key.primaryKey > 0 else {
-                throw StoreError(.invalidChange, "cannot insert \(record.key): primary keys start at 1")
-            }
-            let root = entity.rootName
-            let taken = try model.entity(named: root)!.kindNames.contains { try exists(ObjectKey($0, record.key.primaryKey)) }
-            if taken || !insertedPerRoot[root, default: []].insert(record.key.primaryKey).inserted {
+            let root = model.entity(named: record.key.entity)!.rootName
+            if try model.entity(named: root)!.kindNames.contains(where: { try exists(ObjectKey($0, record.key.primaryKey)) }) {
                 throw StoreError(.invalidChange, "cannot insert \(record.key): primary key \(record.key.primaryKey) is in use in \(root)'s hierarchy")
             }
             inserted.insert(record.key)
         }
-        func target(_ key: ObjectKey, of relationship: Relationship, from source: ObjectKey) throws {
-            guard let destination = model.entity(named: key.entity), destination.isKind(of: relationship.destination) else {
-                throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) is not a \(relationship.destination)")
-            }
-            guard checkingReferences else { return }
-            guard !deleted.contains(key), try inserted.contains(key) || exists(key) else {
-                throw StoreError(.invalidChange, "\(source).\(relationship.name): \(key) does not exist")
-            }
-        }
-        func check(_ key: ObjectKey, attributes: [String: Value?], toOne: [String: ObjectKey?], toMany: [String: [ObjectKey]]) throws {
-            let entity = model.entity(named: key.entity)!
-            for (name, value) in attributes {
-                guard let attribute = entity.attributesByName[name], !attribute.isTransient else {
-                    throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)")
-                }
-                if let value, !attribute.type.accepts(value) {
-                    throw StoreError(.invalidChange, "\(key).\(name): \(value) is not a valid \(attribute.type.modelName)")
+        if checkingReferences {
+            func exists(_ target: ObjectKey, _ source: ObjectKey, _ name: String) throws {
+                guard !deleted.contains(target), try inserted.contains(target) || self.exists(target) else {
+                    throw StoreError(.invalidChange, "\(source).\(name): \(target) does not exist")
                 }
             }
-            for (name, value) in toOne {
-                guard let relationship = entity.relationshipsByName[name], !relationship.isToMany, !relationship.isTransient else {
-                    throw StoreError(.invalidChange, "\(key): no stored to-one relationship named \(name)")
-                }
-                if let value { try target(value, of: relationship, from: key) }
+            for record in changes.inserted {
+                for (name, target) in record.toOne { try exists(target, record.key, name) }
+                for (name, targets) in record.toMany { for target in targets { try exists(target, record.key, name) } }
             }
-            for (name, values) in toMany {
-                guard let relationship = entity.relationshipsByName[name], relationship.isToMany, !relationship.isTransient else {
-                    throw StoreError(.invalidChange, "\(key): no stored to-many relationship named \(name)")
-                }
-                guard Set(values).count == values.count else {
-                    throw StoreError(.invalidChange, "\(key).\(name): an object appears twice")
-                }
-                for value in values { try target(value, of: relationship, from: key) }
+            for update in changes.updated {
+                for (name, target) in update.toOne { if let target { try exists(target, update.key, name) } }
+                for (name, targets) in update.toMany { for target in targets { try exists(target, update.key, name) } }
             }
         }
-        for record in changes.inserted {
-            try check(record.key, attributes: record.attributes, toOne: record.toOne, toMany: record.toMany)
-        }
-        for update in changes.updated {
-            guard let row = try row(update.key), !deleted.contains(update.key) else {
-                throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist")
+        func current(_ key: ObjectKey, expected: Int64?, _ verb: String) throws {
+            guard let row = try row(key), !(verb == "update" && deleted.contains(key)) else {
+                throw StoreError(.invalidChange, "cannot \(verb) \(key): it does not exist")
             }
-            if let expected = update.expectedVersion, expected != row.version {
-                throw StoreError(.conflict, "\(update.key) was changed by someone else (version \(row.version), expected \(expected))",
-                                 objectID: ObjectID(store: storeID, key: update.key))
-            }
-            try check(update.key, attributes: update.attributes, toOne: update.toOne, toMany: update.toMany)
-        }
-        for deletion in changes.deleted {
-            guard let row = try row(deletion.key) else {
-                throw StoreError(.invalidChange, "cannot delete \(deletion.key): it does not exist")
-            }
-            if let expected = deletion.expectedVersion, expected != row.version {
-                throw StoreError(.conflict, "\(deletion.key) was changed by someone else (version \(row.version), expected \(expected))",
-                                 objectID: ObjectID(store: storeID, key: deletion.key))
+            if let expected, expected != row.version {
+                throw StoreError(.conflict, "\(key) was changed by someone else (version \(row.version), expected \(expected))",
+                                 objectID: ObjectID(store: storeID, key: key))
             }
         }
+        for update in changes.updated { try current(update.key, expected: update.expectedVersion, "update") }
+        for deletion in changes.deleted { try current(deletion.key, expected: deletion.expectedVersion, "delete") }
     }
 
     /// The rows a validated change set writes: deletions, then every inserted and

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 import Synchronization
 
 /// A store that keeps its objects in ``RecordTables``: it supplies locked read

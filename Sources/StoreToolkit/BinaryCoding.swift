@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import ObjectStore
 
 /// Writes the binary encoding the atomic format and the LMDB rows share (`docs/atomic-format.md`):
 /// little-endian integers, LEB128 varints, zigzag signed varints, tagged values.
