@@ -24,11 +24,15 @@ extension SQLiteStore: BulkCopying {
         }
     }
 
-    /// Attaches the source's file read-only, copies every entity's rows (`WHERE Z_ENT = n`),
-    /// every join table and the key counters in one transaction, and detaches it. The
-    /// transaction reads the source file at one moment; when `source` is a snapshot, that
-    /// moment is the file's latest when the copy begins, at or after the snapshot's (the
-    /// system SQLite has no `sqlite3_snapshot_open` to share the snapshot's moment).
+    /// Attaches the source's file read-only, copies every table (a table of one entity whole,
+    /// one entity at a time where a table holds an inheritance hierarchy: `WHERE Z_ENT = n`),
+    /// every join table and the key counters in one transaction, and detaches it. A whole
+    /// table is copied as `INSERT INTO t SELECT * FROM source.t` (the layouts were checked
+    /// column by column), the form SQLite's transfer optimization copies as stored records
+    /// without decoding them: rows arrive exactly as the source holds them. The transaction
+    /// reads the source file at one moment; when `source` is a snapshot, that moment is the
+    /// file's latest when the copy begins, at or after the snapshot's (the system SQLite has
+    /// no `sqlite3_snapshot_open` to share the snapshot's moment).
     public func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int] {
         guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
             throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
@@ -40,19 +44,19 @@ extension SQLiteStore: BulkCopying {
             defer { try? connection.execute("DETACH DATABASE \(Self.attached)") }
             return try connection.transaction(immediate: false) {
                 var counts: [String: Int] = [:]
-                var entityTables: Set<String> = []
-                for name in entities {
-                    let entity = schema.entities[name]!
-                    entityTables.insert(entity.table)
-                    let columns = schema.tables[entity.table]!.columns.map { quote($0.name) }.joined(separator: ", ")
-                    let table = quote(entity.table)
-                    try connection.statement("INSERT INTO main.\(table) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(table) WHERE Z_ENT = ?1")
-                        .run([.integer(Int64(entity.number))])
-                    counts[name] = connection.changes
-                }
-                for (name, table) in schema.tables where !entityTables.contains(name) {
-                    let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
-                    try connection.execute("INSERT INTO main.\(quote(name)) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quote(name))")
+                let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
+                for (name, _) in schema.tables {
+                    let table = quote(name)
+                    guard let held = byTable[name], held.count > 1 else {
+                        try connection.execute("INSERT INTO main.\(table) SELECT * FROM \(Self.attached).\(table)")
+                        if let entity = byTable[name]?.first { counts[entity.name] = connection.changes }
+                        continue
+                    }
+                    for entity in held {
+                        try connection.statement("INSERT INTO main.\(table) SELECT * FROM \(Self.attached).\(table) WHERE Z_ENT = ?1")
+                            .run([.integer(Int64(entity.number))])
+                        counts[entity.name] = connection.changes
+                    }
                 }
                 try connection.execute("""
                     UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, coalesce((SELECT s.Z_MAX FROM \(Self.attached).Z_PRIMARYKEY s WHERE s.Z_ENT = main.Z_PRIMARYKEY.Z_ENT), 0))

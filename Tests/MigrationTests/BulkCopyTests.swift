@@ -97,4 +97,37 @@ struct BulkCopyTests {
         #expect(error.code == .validationFailed)
         #expect(!FileManager.default.fileExists(atPath: to.path))
     }
+
+    @Test("a bulk copy reports every entity's objects as SQLite counts them, in one-entity tables and hierarchy tables alike")
+    func countsPerEntity() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
+        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let log = Mutex<[MigrationProgress]>([])
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { progress in
+            log.withLock { $0.append(progress) }
+        }
+        try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+        // The oracle: SQLite's own count of each entity's rows in the source, by its Z_ENT number.
+        var db: OpaquePointer?
+        #expect(sqlite3_open_v2(from.path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        func count(_ sql: String) -> Int {
+            var statement: OpaquePointer?
+            #expect(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, "\(sql)")
+            defer { sqlite3_finalize(statement) }
+            return sqlite3_step(statement) == SQLITE_ROW ? Int(sqlite3_column_int64(statement, 0)) : -1
+        }
+        let reported = Dictionary(log.withLock { $0 }.filter { $0.phase == .createObjects }.map { ($0.mapping, $0.completed) }, uniquingKeysWith: max)
+        let expected: [String: (table: String, count: Int)] = [
+            "Person": ("ZPERSON", 3), "Car": ("ZVEHICLE", 1), "SportsCar": ("ZVEHICLE", 1), "Truck": ("ZVEHICLE", 1), "Tag": ("ZTAG", 2),
+        ]
+        for (entity, (table, objects)) in expected {
+            let number = count("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = '\(entity)'")
+            #expect(count("SELECT count(*) FROM \(table) WHERE Z_ENT = \(number)") == objects)
+            let mapping = try #require(MappingModel.identity(for: model).entityMappings.first { $0.sourceEntity == entity }?.name)
+            #expect(reported[mapping] == objects, "\(entity)")
+        }
+    }
 }

@@ -9,6 +9,7 @@ import SQLiteStore
 // migration-bench copy [objects]                       : the copy figures alone (default 200,000 objects)
 // migration-bench phases [objects]                     : seconds per migration phase, to SQLite and to LMDB
 // migration-bench source <objects> <path>               : builds a source store (for `migrate` by hand)
+// migration-bench bulk|attach <source> <destination>   : one bulk copy, or the C ATTACH floor, timed (for profiling)
 
 let arguments = CommandLine.arguments
 let folder = FileManager.default.temporaryDirectory.appending(path: "objectstore-bench")
@@ -47,6 +48,15 @@ case "migrate":
             if line.hasPrefix("Rss:"), let kb = Int(line.split(separator: " ")[1]), kb > 2048 { print(kb, "KB", header) }
         }
     }
+case "bulk":
+    // One bulk copy (the BulkCopying capability) of a SQLite store, for profiling.
+    let start = Date()
+    try migrate(from: URL(filePath: arguments[2]), to: URL(filePath: arguments[3]), type: SQLiteStoreType(), bulkCopy: true)
+    print(String(format: "%.3f s", Date().timeIntervalSince(start)))
+case "attach":
+    let start = Date()
+    try attachCopy(from: URL(filePath: arguments[2]), to: URL(filePath: arguments[3]))
+    print(String(format: "%.3f s", Date().timeIntervalSince(start)))
 case "source":
     try buildSourceStore(at: URL(filePath: arguments[3]), count: Int(arguments[2])!)
 case "phases":
