@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures migration speed and memory, the context against GRDB 7.10, then the atomic file and the
 # in-memory store, in one run on this machine, and prints Markdown tables (docs/performance.md
-# records the figures).
+# records the figures). Each benchmark then checks its figures against the limits checked in under
+# Thresholds/ (one JSON file per benchmark) and the script fails when one is over.
 # Usage: Benchmarks/run.sh [objects] [small objects] [context objects] [context rounds] [atomic-file objects]
 set -euo pipefail
 cd "$(dirname "$0")"
