@@ -25,6 +25,14 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         public static let store = Code("store")
         /// The destination already exists.
         public static let destinationExists = Code("destinationExists")
+        /// The store was written with none of the model versions given (the message names the closest).
+        public static let unknownVersion = Code("unknownVersion")
+        /// A step of a migration plan has neither a registered mapping nor an inferable one,
+        /// or the versions give no way from the store's version to the target.
+        public static let noMapping = Code("noMapping")
+        /// The store changed while it was being migrated (another process wrote it): the
+        /// migrated copy was not put in its place.
+        public static let storeChanged = Code("storeChanged")
         public var description: String { name }
     }
 

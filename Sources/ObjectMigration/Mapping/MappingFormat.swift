@@ -21,7 +21,8 @@ public enum MappingFormat {
     /// The mapping as JSON, keys sorted.
     /// - Throws: ``MigrationError`` with ``MigrationError/Code/invalidMapping`` for a mapping with a Swift closure.
     public static func encode(_ mapping: MappingModel) throws -> Data {
-        let document = Document(format: formatName, formatVersion: formatVersion, entityMappings: try mapping.entityMappings.map { m in
+        let document = Document(format: formatName, formatVersion: formatVersion, sourceVersion: mapping.sourceVersion,
+                                destinationVersion: mapping.destinationVersion, entityMappings: try mapping.entityMappings.map { m in
             func text(_ expressions: [String: MappingExpression]) throws -> [String: String]? {
                 guard !expressions.isEmpty else { return nil }
                 return try expressions.mapValues { expression in
@@ -82,7 +83,7 @@ public enum MappingFormat {
                 sourceVersionHash: try hash(e.sourceVersionHash), destinationVersionHash: try hash(e.destinationVersionHash),
                 attributeMappings: try parse(e.attributes), relationshipMappings: try parse(e.relationships),
                 sourceFilter: filter, policyName: e.policy, userInfo: e.userInfo ?? [:])
-        })
+        }, sourceVersion: document.sourceVersion, destinationVersion: document.destinationVersion)
     }
 
     private static func describe(_ error: Error) -> String {
@@ -97,6 +98,8 @@ public enum MappingFormat {
     private struct Document: Codable {
         var format: String
         var formatVersion: Int
+        var sourceVersion: String?
+        var destinationVersion: String?
         var entityMappings: [EntityDocument]
     }
 

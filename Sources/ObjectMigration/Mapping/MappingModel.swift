@@ -69,10 +69,17 @@ public struct EntityMapping: Sendable {
 public struct MappingModel: Sendable {
     /// The entity mappings, in the order they run.
     public var entityMappings: [EntityMapping]
+    /// The name of the model version the mapping starts from, when it says (a mapping file's
+    /// `sourceVersion`): ``StoreMigrator`` matches the mapping to its step by it.
+    public var sourceVersion: String?
+    /// The name of the model version the mapping leads to, when it says.
+    public var destinationVersion: String?
 
     /// Creates a mapping model.
-    public init(entityMappings: [EntityMapping]) {
+    public init(entityMappings: [EntityMapping], sourceVersion: String? = nil, destinationVersion: String? = nil) {
         self.entityMappings = entityMappings
+        self.sourceVersion = sourceVersion
+        self.destinationVersion = destinationVersion
     }
 
     /// The mapping named `name`.

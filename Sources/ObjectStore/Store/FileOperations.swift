@@ -123,6 +123,24 @@ public enum FileOperations {
 
     /// Says so when a failed write (`code`, an errno) is explained by a full file system at `url`:
     /// `ENOSPC`, a quota, or a short write (reported as `EIO`) with less than 1 MiB left there.
+    /// What a writer changes in a store's files: the main file's identity, size and
+    /// modification time, and those of every other non-empty file of the set but shared-memory
+    /// and lock files (which readers touch too). Two equal fingerprints taken apart mean no
+    /// process committed to the store in between (a log that appears empty and goes is no commit).
+    public struct Fingerprint: Equatable, Sendable {
+        private var files: [String: [Int64]] = [:]
+
+        /// The fingerprint of a store's files, main file first (`StoreType.fileURLs(for:)`).
+        public init(of urls: [URL]) {
+            for (index, url) in urls.enumerated() where !url.lastPathComponent.hasSuffix("-shm") && !url.lastPathComponent.hasSuffix("-lock") {
+                var status = stat()
+                guard stat(url.path, &status) == 0, index == 0 || status.st_size > 0 else { continue }
+                files[url.lastPathComponent] = [Int64(status.st_dev), Int64(status.st_ino), Int64(status.st_size),
+                                                Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec)]
+            }
+        }
+    }
+
     public static func fullDiskExplanation(_ code: Int32, at url: URL) -> String? {
         guard code == ENOSPC || code == EDQUOT || code == EIO else { return nil }
         var info = statvfs()
@@ -169,6 +187,27 @@ public final class FileLock: Sendable {
                 throw StoreError(.busy, "the store is busy: another process is writing it (its lock \(url.lastPathComponent) is held); try again when it is done", url: what)
             }
             usleep(20_000)
+        }
+        descriptor = fd
+        self.url = url
+    }
+
+    /// Takes the lock on an existing file or folder itself (`flock`, which SQLite's and LMDB's
+    /// own locks do not touch), without waiting.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/busy`` naming `what` when another
+    ///   process holds it, ``StoreError/Code/notFound`` when there is no such file.
+    public init(existing url: URL, what: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw StoreError(code == ENOENT ? .notFound : .io, "cannot open \(url.lastPathComponent): \(String(cString: strerror(code)))", url: what)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            throw code == EWOULDBLOCK
+                ? StoreError(.busy, "the store is busy: another process is migrating it", url: what)
+                : StoreError(.io, "cannot lock \(url.lastPathComponent): \(String(cString: strerror(code)))", url: what)
         }
         descriptor = fd
         self.url = url

@@ -84,8 +84,8 @@ struct ConvertCommand: ParsableCommand {
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
         // Into a staged store beside the destination, then moved over it: a failure never costs the old destination.
-        Staging.sweepAndSay(beside: destinationURL)
-        let staging = try Staging(beside: destinationURL, verb: "converting")
+        StagedStore.sweepAndSay(beside: destinationURL)
+        let staging = try StagedStore(beside: destinationURL, verb: "converting")
         // One snapshot of the source for the conversion and the counts checked after it.
         let from = try StoreLocator.snapshot(source, type: fromType, model: model)
         defer { try? from.close() }
@@ -109,7 +109,7 @@ struct ConvertCommand: ParsableCommand {
             guard mismatch.isEmpty else {
                 throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
             }
-            try Staging.install(staging.url, type: toType, at: destinationURL, replacing: force ? existing : nil)
+            try StagedStore.install(staging.url, type: toType, at: destinationURL, replacing: force ? existing : nil)
             staging.finish()
             output(lines.joined(separator: "\n"))
         } catch {

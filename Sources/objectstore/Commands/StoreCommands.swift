@@ -42,7 +42,7 @@ struct ImportCommand: ParsableCommand {
         let bytes: Data
         do { bytes = try Data(contentsOf: URL(filePath: data)) } catch { throw CLIError("\(data): cannot be read") }
         if type.storeExists(at: url) {
-            Staging.sweepAndSay(beside: url)   // what a run killed after its store was moved into place left
+            StagedStore.sweepAndSay(beside: url)   // what a run killed after its store was moved into place left
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
             do {
                 let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
@@ -57,8 +57,8 @@ struct ImportCommand: ParsableCommand {
         // A new store is filled under a staged name and moved into place only when complete:
         // a killed import leaves no store, and the next run starts from nothing.
         guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
-        Staging.sweepAndSay(beside: url)
-        let staging = try Staging(beside: url, verb: "importing")
+        StagedStore.sweepAndSay(beside: url)
+        let staging = try StagedStore(beside: url, verb: "importing")
         do {
             let opened = try type.open(at: staging.url, model: model, options: StoreOptions())
             let counts: [String: Int]
@@ -69,7 +69,7 @@ struct ImportCommand: ParsableCommand {
                 try? opened.close()
                 throw error
             }
-            try Staging.install(staging.url, type: type, at: url, replacing: nil)
+            try StagedStore.install(staging.url, type: type, at: url, replacing: nil)
             staging.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {

@@ -1,0 +1,99 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// One step of a ``MigrationPlan``: a store of one model version becomes a store of another.
+public struct MigrationStep: Sendable, CustomStringConvertible {
+    /// How a step moves the store.
+    public enum Kind: Sendable, Hashable, CustomStringConvertible {
+        /// The inferred mapping, through the streaming manager into a new store.
+        case lightweight
+        /// A mapping given for this step (its name: a mapping file's), through the streaming manager.
+        case custom(String)
+
+        /// `lightweight`, or `mapping <name>`.
+        public var description: String {
+            switch self {
+            case .lightweight: "lightweight"
+            case .custom(let name): "mapping \(name)"
+            }
+        }
+    }
+
+    /// The version the step starts from.
+    public var source: String
+    /// The version the step leads to.
+    public var destination: String
+    /// How it moves the store.
+    public var kind: Kind
+    /// The mapping it runs.
+    public var mapping: MappingModel
+
+    /// `<source> -> <destination>: <kind>`, as `objectstore migrate` prints it.
+    public var description: String { "\(source) -> \(destination): \(kind)" }
+}
+
+/// How a store gets from the version it was written with to a target version: the steps,
+/// each with its mapping, found before anything is written (``StoreMigrator/plan(forStoreAt:type:to:)``).
+public struct MigrationPlan: Sendable {
+    /// The version the store was written with.
+    public var storeVersion: String
+    /// The version the plan leads to.
+    public var targetVersion: String
+    /// The steps, in order; empty when the store is at the target already.
+    public var steps: [MigrationStep]
+    /// The store's objects per entity (exactly that entity) when the plan was made.
+    public var objectCounts: [String: Int]
+    /// Mappings that were given but match no step of this plan, by name.
+    public var unusedMappings: [String]
+}
+
+/// Progress of one step of a migration: which step, and the manager's progress within it.
+public struct StepProgress: Sendable {
+    /// The step's position in the plan, from 0.
+    public var step: Int
+    /// How many steps the plan has.
+    public var steps: Int
+    /// The step itself.
+    public var description: String
+    /// Progress within the step (entity mapping, phase, objects).
+    public var progress: MigrationProgress
+}
+
+/// A mapping given to a ``StoreMigrator`` for the step it fits, with a name to show in plans.
+///
+/// It fits the step between the versions its ``MappingModel/sourceVersion`` and
+/// ``MappingModel/destinationVersion`` name; a mapping that names no versions fits the step
+/// whose models have the version hashes its entity mappings record.
+public struct StepMapping: Sendable {
+    /// The name plans show (a mapping file's name).
+    public var name: String
+    /// The mapping.
+    public var mapping: MappingModel
+
+    /// Names a mapping.
+    public init(name: String, mapping: MappingModel) {
+        self.name = name
+        self.mapping = mapping
+    }
+
+    /// Whether the mapping fits the step from `source` to `destination`: by the version names
+    /// it gives, else by the hashes it records (it must record at least one).
+    func fits(_ source: ModelVersions.Version, _ destination: ModelVersions.Version) -> Bool {
+        if mapping.sourceVersion != nil || mapping.destinationVersion != nil {
+            return (mapping.sourceVersion ?? source.name) == source.name && (mapping.destinationVersion ?? destination.name) == destination.name
+        }
+        var recorded = false
+        for m in mapping.entityMappings {
+            if let hash = m.sourceVersionHash {
+                recorded = true
+                guard let entity = m.sourceEntity, source.model.entity(named: entity)?.versionHash == hash else { return false }
+            }
+            if let hash = m.destinationVersionHash {
+                recorded = true
+                guard let entity = m.destinationEntity, destination.model.entity(named: entity)?.versionHash == hash else { return false }
+            }
+        }
+        return recorded
+    }
+}

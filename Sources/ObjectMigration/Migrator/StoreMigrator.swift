@@ -1,0 +1,238 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Synchronization
+
+/// Brings a store written with any version of a model to the current version (or another
+/// named one), step by step along the versions, safely.
+///
+/// ```swift
+/// let versions = try ModelLoader.load(at: URL(filePath: "App.xcdatamodeld"))
+/// let migrator = StoreMigrator(versions: versions, mappings: [StepMapping(name: "v2-to-v3.json", mapping: custom)])
+/// let plan = try migrator.plan(forStoreAt: url, type: SQLiteStoreType())   // nothing written
+/// for step in plan.steps { print(step) }                                   // "v1 -> v2: lightweight"
+/// try migrator.migrateStore(at: url, type: SQLiteStoreType())
+/// ```
+///
+/// The store's version is found by its entity hashes. Each step runs the mapping given for it
+/// (``StepMapping``), else the inferred one; a step with neither is refused before anything is
+/// written, naming the step and every change that blocks inference. ``ModelVersions/nextOverrides``
+/// skip a broken version.
+///
+/// Safety: every step writes a new store beside the original (`.<name>.migrating-<id>`, same
+/// folder, so same file system); the previous intermediate store is destroyed when the next is
+/// complete; the original's whole file set is replaced only at the end, through
+/// ``StoreType/replace(at:with:)``, which leaves one whole store at every moment. After a
+/// failure, a cancellation or a `kill -9` at any moment, the store is at its original version
+/// with its original data or at the target with all of it. Leftovers of an interrupted run are
+/// removed by the next run (``MigrationResult/removedLeftovers``). A store written by another
+/// process during the migration is not replaced (``MigrationError/Code/storeChanged``): migrate
+/// a store no process has open.
+public final class StoreMigrator: Sendable {
+    /// The model versions.
+    public let versions: ModelVersions
+    /// The mappings given for steps.
+    public let mappings: [StepMapping]
+    /// Policies custom mappings name.
+    public let policies: PolicyRegistry
+    /// Inference options (lossless widening).
+    public let inference: MappingInference.Options
+    /// Objects per batch in each step.
+    public let batchSize: Int
+    private let cancelled = Atomic<Bool>(false)
+    private let running = Mutex<MigrationManager?>(nil)
+
+    /// Creates a migrator.
+    public init(versions: ModelVersions, mappings: [StepMapping] = [], policies: PolicyRegistry = .shared,
+                inference: MappingInference.Options = [], batchSize: Int = 1_000) {
+        self.versions = versions
+        self.mappings = mappings
+        self.policies = policies
+        self.inference = inference
+        self.batchSize = batchSize
+    }
+
+    /// Stops a running migration between batches; it then throws ``MigrationError/Code/cancelled``
+    /// and the store is as it was.
+    public func cancel() {
+        cancelled.store(true, ordering: .relaxed)
+        running.withLock { $0?.cancel() }
+    }
+
+    // MARK: Planning
+
+    /// The plan for the store at `url`, without changing any file: its version, the steps to
+    /// `target` (default: the current version) with their kinds, and its objects per entity.
+    /// - Throws: ``MigrationError`` with ``MigrationError/Code/unknownVersion`` when the store
+    ///   matches no version (naming the closest and, for it, the entities that differ),
+    ///   ``MigrationError/Code/noMapping`` naming every step that has no mapping and its
+    ///   blocking changes, ``MigrationError/Code/store`` when the store cannot be read.
+    public func plan(forStoreAt url: URL, type: any StoreType, to target: String? = nil) throws -> MigrationPlan {
+        let metadata: StoreMetadata
+        do {
+            metadata = try type.readMetadata(at: url)
+        } catch {
+            throw Self.storeFailure(url, error)
+        }
+        var plan = try plan(for: metadata, to: target)
+        let model = try versions.model(named: plan.storeVersion)
+        let store: any PersistentStore
+        do {
+            store = try type.open(at: url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+        } catch {
+            throw Self.storeFailure(url, error)
+        }
+        defer { try? store.close() }
+        for entity in model.entityDescriptions where !entity.isAbstract {
+            plan.objectCounts[entity.name] = try store.objectCount(exactly: entity.name)
+        }
+        return plan
+    }
+
+    /// The plan for a store whose metadata is `metadata` (no object counts).
+    /// - Throws: ``MigrationError`` as ``plan(forStoreAt:type:to:)`` does.
+    public func plan(for metadata: StoreMetadata, to target: String? = nil) throws -> MigrationPlan {
+        let from: ModelVersions.Version
+        do {
+            from = try versions.version(matching: metadata)
+        } catch let error as StoreError {
+            throw MigrationError(.unknownVersion, error.message, cause: error)
+        }
+        let targetName = target ?? versions.currentName
+        let destination: ModelVersions.Version
+        do {
+            destination = try version(named: targetName)
+        } catch let error as ModelError {
+            throw MigrationError(.unknownVersion, error.description, cause: error)
+        }
+        // The chain: version after version (overrides included) until the target.
+        var chain = [from]
+        while chain.last!.name != destination.name {
+            guard let next = versions.version(after: chain.last!.name), !chain.contains(where: { $0.name == next }),
+                  let version = try? version(named: next) else {
+                let walked = chain.map(\.name).joined(separator: " -> ")
+                throw MigrationError(.noMapping, "no way from \(from.name) to \(destination.name) along the versions (\(walked) ends there)")
+            }
+            chain.append(version)
+        }
+        var steps: [MigrationStep] = []
+        var blocked: [String] = []
+        var used: Set<String> = []
+        for (source, next) in zip(chain, chain.dropFirst()) {
+            if let given = mappings.first(where: { $0.fits(source, next) }) {
+                used.insert(given.name)
+                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .custom(given.name), mapping: given.mapping))
+                continue
+            }
+            do {
+                let mapping = try MappingInference.inferredMapping(from: source.model, to: next.model, options: inference)
+                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .lightweight, mapping: mapping))
+            } catch let error as InferenceError {
+                blocked.append("\(source.name) -> \(next.name): " + error.blockingChanges.joined(separator: "; "))
+            }
+        }
+        guard blocked.isEmpty else {
+            throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also "))
+        }
+        return MigrationPlan(storeVersion: from.name, targetVersion: destination.name, steps: steps, objectCounts: [:],
+                             unusedMappings: mappings.map(\.name).filter { !used.contains($0) })
+    }
+
+    private func version(named name: String) throws -> ModelVersions.Version {
+        ModelVersions.Version(name: name, model: try versions.model(named: name))
+    }
+
+    // MARK: Running
+
+    /// Migrates the store at `url` (of `type`) to `target` (default: the current version) and
+    /// puts it in the original's place; nothing happens to a store already there.
+    ///
+    /// Leftovers of an interrupted migration beside the store are removed first, and the
+    /// store's write-ahead log is folded into its main file, so rows that live only in the log
+    /// are migrated.
+    /// - Throws: ``MigrationError``; the store is then as it was (its log aside).
+    @discardableResult
+    public func migrateStore(at url: URL, type: any StoreType, to target: String? = nil,
+                             progress: (@Sendable (StepProgress) -> Void)? = nil) throws -> MigrationResult {
+        let url = FileOperations.resolved(url)
+        cancelled.store(false, ordering: .relaxed)
+        guard let main = type.fileURLs(for: url).first else {
+            throw MigrationError(.store, "\(url.absoluteString): a \(type.name) store has no files to migrate in place; "
+                                 + "migrate it into a new store with MigrationManager")
+        }
+        // One migration of a store at a time: a lock on its main file (flock, which SQLite's and
+        // LMDB's own locks do not touch), so a second run never sweeps the first's intermediates.
+        let lock: FileLock
+        do {
+            lock = try FileLock(existing: main, what: url)
+        } catch {
+            throw Self.storeFailure(url, error)
+        }
+        defer { lock.release() }
+        let removed = StagedStore.sweep(beside: url)
+        do {
+            try type.checkpoint(at: url)
+        } catch {
+            throw Self.storeFailure(url, error)
+        }
+        let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
+        let plan = try self.plan(forStoreAt: url, type: type, to: target)
+        var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
+        guard !plan.steps.isEmpty else { return result }
+        var current: StagedStore?
+        do {
+            for (index, step) in plan.steps.enumerated() {
+                try checkCancelled(step)
+                let started = Date()
+                let staged = try StagedStore(beside: url, verb: "migrating")
+                let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
+                                               destinationModel: try versions.model(named: step.destination),
+                                               mapping: step.mapping, policies: policies, batchSize: batchSize) { p in
+                    progress?(StepProgress(step: index, steps: plan.steps.count, description: step.description, progress: p))
+                }
+                running.withLock { $0 = manager }
+                defer { running.withLock { $0 = nil } }
+                do {
+                    if cancelled.load(ordering: .relaxed) { manager.cancel() }
+                    try manager.migrateStore(at: current?.url ?? url, type: type, to: staged.url, type: type)
+                } catch {
+                    staged.discard(type)
+                    throw error
+                }
+                current?.discard(type)
+                current = staged
+                result.seconds.append(Date().timeIntervalSince(started))
+            }
+            guard FileOperations.Fingerprint(of: type.fileURLs(for: url)) == before else {
+                throw MigrationError(.storeChanged, "\(url.path) was written by another process while it was migrated; "
+                                     + "it was left as that process wrote it: migrate it again when no process has it open")
+            }
+            try checkCancelled(plan.steps.last!)
+            try StagedStore.install(current!.url, type: type, at: url, replacing: type)
+            current!.finish()
+            return result
+        } catch {
+            current?.discard(type)
+            throw Self.storeFailure(url, error)
+        }
+    }
+
+    /// A store's error as the migration's, naming the store.
+    private static func storeFailure(_ url: URL, _ error: any Error) -> MigrationError {
+        error as? MigrationError ?? MigrationError(.store, "\(url.path): \(error)", cause: error)
+    }
+
+    private func checkCancelled(_ step: MigrationStep) throws {
+        if cancelled.load(ordering: .relaxed) { throw MigrationError(.cancelled, "the migration was cancelled before \(step)") }
+    }
+}
+
+/// What a migration did.
+public struct MigrationResult: Sendable {
+    /// The plan it ran.
+    public var plan: MigrationPlan
+    /// Intermediate stores of interrupted runs that were removed first.
+    public var removedLeftovers: [String]
+    /// Seconds each step took.
+    public var seconds: [Double]
+}
