@@ -1,0 +1,298 @@
+import Foundation
+import ObjectMigration
+import ObjectModel
+import ObjectStore
+import Synchronization
+import Testing
+
+/// A four-version history and a broken one beside it:
+/// v1 → v2 (inferred: an optional attribute) → v3 (a mapping: a required `label` computed
+/// from `title`) → v4 (inferred: an optional attribute of Folder). v2b was a broken release
+/// (`priority` a string); `nextOverrides` sends v2 stores straight to v3, and v2b stores go
+/// to v3 through a mapping of their own.
+enum History {
+    static func model(_ version: String) -> ManagedObjectModel {
+        do {
+            return try ManagedObjectModel(versionIdentifiers: [version]) {
+                Entity("Note") {
+                    Attribute("title", .string, optional: false)
+                    Attribute("body", .string)
+                    if version != "v1" { Attribute("priority", version == "v2b" ? .string : .integer16) }
+                    if version == "v3" || version == "v4" { Attribute("label", .string, optional: false) }
+                    Relationship("folder", to: "Folder", inverse: "notes")
+                }
+                Entity("Folder") {
+                    Attribute("name", .string)
+                    if version == "v4" { Attribute("color", .string) }
+                    Relationship("notes", to: "Note", inverse: "folder", toMany: true)
+                }
+            }
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    static let versions: ModelVersions = {
+        do {
+            return try ModelVersions(versions: ["v1", "v2", "v2b", "v3", "v4"].map { ModelVersions.Version(name: $0, model: model($0)) },
+                                     nextOverrides: ["v2": "v3"])
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }()
+
+    /// The mapping files, as a user writes them.
+    static func mapping(from source: String) -> String {
+        let priority = source == "v2b" ? "toInteger($source.priority)" : "$source.priority"
+        return """
+        {"format": "objectstore-mapping", "formatVersion": 1, "sourceVersion": "\(source)", "destinationVersion": "v3",
+         "entityMappings": [
+          {"name": "NoteToNote", "kind": "transform", "source": "Note", "destination": "Note",
+           "attributes": {"title": "$source.title", "body": "$source.body", "priority": "\(priority)", "label": "uppercase($source.title)"},
+           "relationships": {"folder": "$source.folder"}},
+          {"name": "FolderToFolder", "kind": "copy", "source": "Folder", "destination": "Folder",
+           "attributes": {"name": "$source.name"}, "relationships": {"notes": "$source.notes"}}]}
+        """
+    }
+
+    static let mappings: [StepMapping] = ["v2", "v2b"].map { source in
+        StepMapping(name: "\(source)-to-v3.json", mapping: try! MappingFormat.decode(Data(mapping(from: source).utf8)))
+    }
+
+    /// The store's data at `version`: titles, bodies, priorities (where the version has them) and folders.
+    static func document(_ version: String) -> String {
+        func priority(_ n: Int) -> String {
+            switch version {
+            case "v1": ""
+            case "v2b": ", \"priority\": \"\(n)\""
+            default: ", \"priority\": \(n)"
+            }
+        }
+        let label = version == "v3" ? ", \"label\": \"FIRST\"" : ""
+        let label2 = version == "v3" ? ", \"label\": \"ZOË'S\"" : ""
+        let label3 = version == "v3" ? ", \"label\": \"LOOSE\"" : ""
+        return """
+        {"Folder": [{"_id": "f", "name": "Work"}, {"_id": "g"}],
+         "Note": [{"_id": "a", "title": "first", "body": "one"\(priority(3))\(label), "folder": "f"},
+                  {"_id": "b", "title": "Zoë's"\(priority(-2))\(label2), "folder": "f"},
+                  {"_id": "c", "title": "loose"\(label3)}]}
+        """
+    }
+}
+
+@Suite("StoreMigrator: any old store to the current version")
+struct StoreMigratorTests {
+    static let durable = Backends.all.filter { $0 != "memory" }
+
+    /// The store at `url`, read with v4, checked against the document it was made from:
+    /// every value, the computed label, both sides of every relationship.
+    func checkAtV4(_ backend: String, _ url: URL, from version: String) throws {
+        let type = Backends.type(backend)
+        #expect(try History.versions.version(matching: type.readMetadata(at: url)).name == "v4")
+        let store = try type.open(at: url, model: History.model("v4"), options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? store.close() }
+        let notes = try store.fetch(FetchRequest(entity: "Note"))
+        let byTitle = Dictionary(uniqueKeysWithValues: notes.map { ($0.attributes["title"]!, $0) })
+        #expect(notes.count == 3)
+        let expected: [(String, String?, Int?, Bool)] = [("first", "one", 3, true), ("Zoë's", nil, -2, true), ("loose", nil, nil, false)]
+        let folders = try store.fetch(FetchRequest(entity: "Folder"))
+        let work = try #require(folders.first { $0.attributes["name"] == .string("Work") })
+        for (title, body, priority, inWork) in expected {
+            let note = try #require(byTitle[.string(title)], "\(title)")
+            #expect(note.attributes["label"] == .string(title.uppercased()))
+            #expect(note.attributes["body"] == body.map(Value.string))
+            #expect(note.attributes["priority"] == (version == "v1" ? nil : priority.map { .integer(Int64($0)) }))
+            #expect(note.toOne["folder"] == (inWork ? work.key : nil))
+        }
+        #expect(Set(try store.relatedKeys(of: work.key, relationship: "notes")) == Set(notes.filter { $0.toOne["folder"] != nil }.map(\.key)))
+        #expect(folders.allSatisfy { $0.attributes["color"] == nil })
+    }
+
+    func files(_ workspace: Workspace) throws -> Set<String> { Set(try workspace.snapshot().keys) }
+
+    /// Every file's bytes but LMDB's lock file (its reader table, which every reader writes by
+    /// design: it holds no store data).
+    func contents(_ workspace: Workspace) throws -> [String: Data] { try workspace.snapshot().filter { !$0.key.hasSuffix("-lock") } }
+
+    @Test("every older version, on every durable backend, reaches v4 with all its data; the plan names each step and kind",
+          arguments: durable, ["v1", "v2", "v2b", "v3"])
+    func chain(_ backend: String, _ version: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", backend)
+        try makeStore(backend, at: url, model: History.model(version), json: History.document(version))
+        let migrator = StoreMigrator(versions: History.versions, mappings: History.mappings)
+        let plan = try migrator.plan(forStoreAt: url, type: Backends.type(backend))
+        let expected: [String: [String]] = [
+            "v1": ["v1 -> v2: lightweight", "v2 -> v3: mapping v2-to-v3.json", "v3 -> v4: lightweight"],
+            "v2": ["v2 -> v3: mapping v2-to-v3.json", "v3 -> v4: lightweight"],
+            "v2b": ["v2b -> v3: mapping v2b-to-v3.json", "v3 -> v4: lightweight"],
+            "v3": ["v3 -> v4: lightweight"],
+        ]
+        #expect(plan.steps.map(\.description) == expected[version]!)
+        #expect(plan.storeVersion == version && plan.targetVersion == "v4")
+        #expect(plan.objectCounts == ["Note": 3, "Folder": 2])
+        let steps = Mutex<Set<Int>>([])
+        let result = try migrator.migrateStore(at: url, type: Backends.type(backend)) { progress in steps.withLock { _ = $0.insert(progress.step) } }
+        #expect(result.seconds.count == plan.steps.count)
+        #expect(steps.withLock { $0 } == Set(0..<plan.steps.count), "progress from every step")
+        try checkAtV4(backend, url, from: version)
+        // Nothing is left beside the store but its own files.
+        let left = try files(workspace)
+        #expect(left.allSatisfy { !$0.hasPrefix(".") }, "\(left)")
+        // At the target: nothing to do, no file touched.
+        let before = try contents(workspace)
+        #expect(try migrator.migrateStore(at: url, type: Backends.type(backend)).plan.steps.isEmpty)
+        #expect(try contents(workspace) == before)
+    }
+
+    @Test("a store at an intermediate version can be taken to a named target, and stops there")
+    func namedTarget() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v1"), json: History.document("v1"))
+        let migrator = StoreMigrator(versions: History.versions, mappings: History.mappings)
+        try migrator.migrateStore(at: url, type: Backends.type("sqlite"), to: "v2")
+        #expect(try History.versions.version(matching: Backends.type("sqlite").readMetadata(at: url)).name == "v2")
+    }
+
+    @Test("a store of no known version: a typed error naming the closest version and what differs; nothing written")
+    func unknownVersion() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        let stranger = try ManagedObjectModel {
+            Entity("Note") {
+                Attribute("title", .string, optional: false)
+                Attribute("body", .string)
+                Attribute("pinned", .boolean)
+                Relationship("folder", to: "Folder", inverse: "notes")
+            }
+            Entity("Folder") {
+                Attribute("name", .string)
+                Relationship("notes", to: "Note", inverse: "folder", toMany: true)
+            }
+        }
+        try makeStore("sqlite", at: url, model: stranger, json: History.document("v1"))
+        let before = try contents(workspace)
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type("sqlite"))
+        }
+        #expect(error.code == .unknownVersion)
+        // Note differs from every version, Folder from v4 only: the newest of the closest is v3.
+        #expect(error.message.contains("the closest is v3: entities whose hash differs: Note"), "\(error.message)")
+        #expect(try contents(workspace) == before)
+    }
+
+    @Test("a step with no mapping is refused before anything is written, naming the step and what blocks it", arguments: durable)
+    func noMapping(_ backend: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", backend)
+        try makeStore(backend, at: url, model: History.model("v1"), json: History.document("v1"))
+        let before = try contents(workspace)
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: History.versions).migrateStore(at: url, type: Backends.type(backend))
+        }
+        #expect(error.code == .noMapping)
+        #expect(error.message.contains("v2 -> v3") && error.message.contains("label"), "\(error.message)")
+        #expect(!error.message.contains("v1 -> v2"), "the inferable step is not blamed")
+        #expect(try contents(workspace) == before)
+    }
+
+    @Test("a failure in a later step leaves the store at its version with its data, and no intermediate store", arguments: durable)
+    func failureInLaterStep(_ backend: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", backend)
+        // A v2b priority that is no number: the v2b → v3 mapping fails on it.
+        let document = History.document("v2b").replacingOccurrences(of: "\"priority\": \"-2\"", with: "\"priority\": \"high\"")
+        try makeStore(backend, at: url, model: History.model("v2b"), json: document)
+        let before = try contents(workspace)
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type(backend))
+        }
+        #expect(error.code == .expression, "\(error)")
+        #expect(try contents(workspace) == before)
+    }
+
+    @Test("cancelled during the second step: the store is as it was, nothing left beside it")
+    func cancelled() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v1"), json: History.document("v1"))
+        let before = try contents(workspace)
+        let migrator = StoreMigrator(versions: History.versions, mappings: History.mappings, batchSize: 1)
+        let error = try #require(throws: MigrationError.self) {
+            try migrator.migrateStore(at: url, type: Backends.type("sqlite")) { progress in
+                if progress.step == 1 { migrator.cancel() }
+            }
+        }
+        #expect(error.code == .cancelled)
+        #expect(try contents(workspace) == before)
+    }
+
+    @Test("leftovers of an interrupted run are removed and reported; a live run's are not")
+    func leftovers() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        // What a killed run leaves: a staged store and its lock file, the lock free.
+        let stem = ".notes.sqlite.migrating-\(UUID().uuidString)"
+        try Data("half a store".utf8).write(to: workspace.folder.appending(path: stem))
+        try Data().write(to: workspace.folder.appending(path: stem + "-wal"))
+        try Data().write(to: workspace.folder.appending(path: stem + ".lock"))
+        // A live one: its lock held.
+        let live = try StagedStore(beside: url, verb: "migrating")
+        try Data("in progress".utf8).write(to: live.url)
+        let result = try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type("sqlite"))
+        #expect(result.removedLeftovers == [stem])
+        let left = try files(workspace)
+        #expect(!left.contains { $0.hasPrefix(stem) })
+        #expect(left.contains(live.url.lastPathComponent))
+        live.discard(Backends.type("sqlite"))
+        try checkAtV4("sqlite", url, from: "v3")
+    }
+
+    @Test("a store another process writes while it is migrated is not replaced: the write survives")
+    func writtenMeanwhile() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        let wrote = Mutex(false)
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type("sqlite")) { _ in
+                guard !wrote.withLock({ $0 }) else { return }
+                wrote.withLock { $0 = true }
+                // Another writer (another connection) commits a new folder.
+                let store = try! Backends.type("sqlite").open(at: url, model: History.model("v3"), options: StoreOptions())
+                var changes = ChangeSet()
+                changes.inserted = [ObjectRecord(key: ObjectKey("Folder", try! store.allocatePrimaryKeys(entity: "Folder", count: 1).lowerBound),
+                                                 attributes: ["name": .string("late")])]
+                try! store.save(changes)
+                try! store.close()
+            }
+        }
+        #expect(error.code == .storeChanged)
+        let store = try Backends.type("sqlite").open(at: url, model: History.model("v3"), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        #expect(try store.fetch(FetchRequest(entity: "Folder")).contains { $0.attributes["name"] == .string("late") })
+        #expect(try files(workspace).allSatisfy { !$0.hasPrefix(".") })
+    }
+
+    @Test("two migrations of one store at once: the second is refused while the first runs")
+    func oneAtATime() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        let migrator = StoreMigrator(versions: History.versions, mappings: History.mappings)
+        let second = Mutex<MigrationError?>(nil)
+        try migrator.migrateStore(at: url, type: Backends.type("sqlite")) { _ in
+            guard second.withLock({ $0 }) == nil else { return }
+            do {
+                try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type("sqlite"))
+            } catch {
+                second.withLock { $0 = error as? MigrationError }
+            }
+        }
+        let refused = try #require(second.withLock { $0 })
+        #expect(refused.message.contains("busy"), "\(refused.message)")
+        try checkAtV4("sqlite", url, from: "v3")
+    }
+}
