@@ -16,7 +16,7 @@ struct ObjectStoreCommand: ParsableCommand {
         abstract: "Inspect, validate, migrate and convert ObjectStore and Core Data models and stores.",
         subcommands: [
             ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
-            DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, ValidateCommand.self,
+            DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, MigrateCommand.self, ValidateCommand.self,
         ]
     )
 

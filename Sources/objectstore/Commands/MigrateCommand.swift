@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import ObjectMigration
+import ObjectModel
+import ObjectStore
+import Synchronization
+
+/// `objectstore migrate <store> --model <bundle> [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json] [--allow-widening]`.
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Bring a store to the current version of its model (or another), step by step.",
+        discussion: """
+            Finds the store's version in the bundle by its entity hashes, plans the steps to the target \
+            (one line each: "<from> -> <to>: lightweight" or "<from> -> <to>: mapping <file>"), and runs them. \
+            Each step writes a new store beside the original; the original is replaced only when every step \
+            is done, so a failure, an interrupt or a kill leaves it at its version with its data. \
+            Migrate a store no process has open: a store written meanwhile is left as written and the migration fails.
+            """
+    )
+
+    @Argument(help: "The store.") var store: String
+    @Option(name: .long, help: "The model bundle (.xcdatamodeld) or a JSON model file with the store's and the target's versions.")
+    var model: String
+    @Option(name: .customLong("to"), help: "The target version (default: the bundle's current version).") var target: String?
+    @Option(name: .customLong("mapping"), help: "A mapping file for one step; it names its versions or records their hashes (repeatable).")
+    var mappings: [String] = []
+    @Option(name: .customLong("next"), help: "FROM=TO: after version FROM comes TO, to skip a broken version (repeatable).")
+    var next: [String] = []
+    @OptionGroup var typeOption: StoreTypeOption
+    @Flag(name: .long, help: "Print the plan and the store's object counts; change nothing.") var dryRun = false
+    @Flag(name: .long, help: "Print one JSON document instead of text.") var json = false
+    @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
+    var allowWidening = false
+
+    func validate() throws {
+        for pair in next where pair.split(separator: "=").count != 2 {
+            throw ValidationError("--next takes FROM=TO, not \(pair)")
+        }
+    }
+
+    func run() throws {
+        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        try StoreLocator.requireExisting(store, type)
+        var versions = try ModelLoader.load(at: URL(filePath: model))
+        for pair in next {
+            let parts = pair.split(separator: "=").map(String.init)
+            for name in parts where !versions.names.contains(name) {
+                throw CLIError("--next \(pair): no version named \(name) in \(model) (versions: \(versions.names.joined(separator: ", ")))")
+            }
+            versions.nextOverrides[parts[0]] = parts[1]
+        }
+        let steps = try mappings.map { file in
+            let data: Data
+            do { data = try Data(contentsOf: URL(filePath: file)) } catch { throw CLIError("\(file): cannot read it (\(error.localizedDescription))") }
+            return StepMapping(name: file, mapping: try MappingFormat.decode(data, file: file))
+        }
+        let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [])
+        let url = URL(filePath: store)
+        let plan = try migrator.plan(forStoreAt: url, type: type, to: target)
+        if plan.steps.isEmpty {
+            json ? print(document(plan, status: "current")) : output("already at \(plan.storeVersion)")
+            return
+        }
+        if let unused = plan.unusedMappings.first {
+            throw CLIError("\(unused): matches no step of the plan (\(plan.steps.map(\.description).joined(separator: "; ")))")
+        }
+        if !json { output(plan.steps.map(\.description).joined(separator: "\n")) }
+        if dryRun {
+            json ? print(document(plan, status: "planned"))
+                 : output(plan.objectCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n"))
+            return
+        }
+        let bar = isatty(STDERR_FILENO) == 1 ? ProgressDisplay() : nil
+        // Source objects each step read, by step: the largest count each of its mappings reached in phase 1.
+        let objects = Mutex<[Int: [String: Int]]>([:])
+        let result = try migrator.migrateStore(at: url, type: type, to: target) { step in
+            if step.progress.phase == .createObjects {
+                objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }
+            }
+            bar?.show(step.progress)
+        }
+        bar?.finish()
+        for leftover in result.removedLeftovers { printError("objectstore: removed \(leftover), left by an interrupted run\n") }
+        let perStep = objects.withLock { $0 }.mapValues { $0.values.reduce(0, +) }
+        if json {
+            print(document(plan, status: "migrated", objects: perStep, seconds: result.seconds))
+        } else {
+            output("migrated \(store) from \(plan.storeVersion) to \(plan.targetVersion)")
+        }
+    }
+
+    /// The plan (and, after a run, objects and seconds per step) as one JSON document.
+    private func document(_ plan: MigrationPlan, status: String, objects: [Int: Int] = [:], seconds: [Double] = []) -> String {
+        let steps: [[String: Any]] = plan.steps.enumerated().map { index, step in
+            var entry: [String: Any] = ["from": step.source, "to": step.destination]
+            switch step.kind {
+            case .lightweight: entry["kind"] = "lightweight"
+            case .custom(let file): entry["kind"] = "mapping"; entry["mapping"] = file
+            }
+            if index < seconds.count {
+                entry["seconds"] = (seconds[index] * 1000).rounded() / 1000
+                entry["objects"] = objects[index] ?? 0
+            }
+            return entry
+        }
+        let document: [String: Any] = [
+            "store": store, "status": status, "from": plan.storeVersion, "to": plan.targetVersion, "steps": steps, "objects": plan.objectCounts,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

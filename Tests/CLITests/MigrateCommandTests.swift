@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `objectstore migrate`, run as a user runs it: a bundle of three Xcode model versions, a
+/// mapping file for the step that cannot be inferred, a store made and filled by the tool.
+@Suite("objectstore migrate")
+struct MigrateCommandTests {
+    static func version(_ extra: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+            <entity name="Note" syncable="YES">
+                <attribute name="title" attributeType="String"/>
+                <attribute name="body" optional="YES" attributeType="String"/>
+                \(extra)
+            </entity>
+        </model>
+        """
+    }
+
+    static let stars = #"<attribute name="stars" optional="YES" attributeType="Integer 16" usesScalarValueType="YES"/>"#
+    static let shout = #"<attribute name="shout" attributeType="String"/>"#
+    static let mapping = """
+        {"format": "objectstore-mapping", "formatVersion": 1, "sourceVersion": "Notes 2", "destinationVersion": "Notes 3",
+         "entityMappings": [{"name": "NoteToNote", "kind": "transform", "source": "Note", "destination": "Note",
+           "attributes": {"title": "$source.title", "body": "$source.body", "stars": "$source.stars", "shout": "uppercase($source.title)"}}]}
+        """
+
+    /// The bundle, the mapping file and a store at the first version with two notes.
+    func setUp(_ workspace: Workspace, _ ext: String = "sqlite") throws -> (bundle: String, mapping: String, store: String) {
+        _ = try workspace.write(Self.version(""), to: "Notes.xcdatamodeld/Notes.xcdatamodel/contents")
+        _ = try workspace.write(Self.version(Self.stars), to: "Notes.xcdatamodeld/Notes 2.xcdatamodel/contents")
+        _ = try workspace.write(Self.version(Self.stars + Self.shout), to: "Notes.xcdatamodeld/Notes 3.xcdatamodel/contents")
+        let bundle = workspace.url.appending(path: "Notes.xcdatamodeld").path
+        let mapping = try workspace.write(Self.mapping, to: "to-3.json")
+        let data = try workspace.write(#"{"Note": [{"_id": "a", "title": "hello", "body": "x"}, {"_id": "b", "title": "zoë"}]}"#, to: "notes.json")
+        let store = workspace.url.appending(path: "notes.\(ext)").path
+        #expect(try CLI.run("create", store, "--model", bundle, "--model-version", "Notes").status == 0)
+        #expect(try CLI.run("import", store, data, "--model", bundle, "--model-version", "Notes").status == 0)
+        return (bundle, mapping, store)
+    }
+
+    func files(_ workspace: Workspace) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: workspace.url.path) where !name.hasSuffix("-lock") {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: workspace.url.appending(path: name).path, isDirectory: &isFolder), !isFolder.boolValue {
+                files[name] = try Data(contentsOf: workspace.url.appending(path: name))
+            }
+        }
+        return files
+    }
+
+    @Test("the plan, then the run, then the values as the mapping computes them; at the target: already at, nothing touched",
+          arguments: ["sqlite", "lmdb", "atomic"])
+    func migrate(_ ext: String) throws {
+        let workspace = try Workspace()
+        let (bundle, mapping, store) = try setUp(workspace, ext)
+        let result = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "Notes -> Notes 2: lightweight\nNotes 2 -> Notes 3: mapping \(mapping)\nmigrated \(store) from Notes to Notes 3\n")
+        let export = try CLI.run("export", store)
+        #expect(export.status == 0)
+        let notes = try #require((try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: [[String: Any]]])?["Note"])
+        let byTitle = Dictionary(uniqueKeysWithValues: notes.map { ($0["title"] as? String ?? "", $0) })
+        #expect(byTitle["hello"]?["shout"] as? String == "HELLO" && byTitle["hello"]?["body"] as? String == "x")
+        #expect(byTitle["zoë"]?["shout"] as? String == "ZOË" && byTitle["zoë"]?["body"] is NSNull)
+        #expect(notes.allSatisfy { $0["stars"] is NSNull })
+        let before = try files(workspace)
+        let again = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping)
+        #expect(again.status == 0 && again.stdout == "already at Notes 3\n")
+        #expect(try files(workspace) == before)
+    }
+
+    @Test("--dry-run prints the plan and the counts and changes no byte; --json is one document")
+    func dryRun() throws {
+        let workspace = try Workspace()
+        let (bundle, mapping, store) = try setUp(workspace)
+        let before = try files(workspace)
+        let dry = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping, "--dry-run")
+        #expect(dry.status == 0)
+        #expect(dry.stdout == "Notes -> Notes 2: lightweight\nNotes 2 -> Notes 3: mapping \(mapping)\nNote 2\n")
+        let json = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping, "--dry-run", "--json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(document["status"] as? String == "planned" && document["from"] as? String == "Notes" && document["to"] as? String == "Notes 3")
+        #expect((document["steps"] as? [[String: Any]])?.map { $0["kind"] as? String } == ["lightweight", "mapping"])
+        #expect(try files(workspace) == before)
+        let ran = try CLI.run("migrate", store, "--model", bundle, "--json", "--to", "Notes 2")
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(ran.stdout.utf8)) as? [String: Any])
+        let steps = try #require(result["steps"] as? [[String: Any]])
+        #expect(result["status"] as? String == "migrated" && steps.count == 1 && steps[0]["objects"] as? Int == 2 && steps[0]["seconds"] is Double)
+    }
+
+    @Test("errors: no mapping for a step, a mapping that fits no step, an unknown version: exit 1, one message, the store unchanged; usage 64")
+    func errors() throws {
+        let workspace = try Workspace()
+        let (bundle, mapping, store) = try setUp(workspace)
+        let stray = try workspace.write(Self.mapping.replacingOccurrences(of: "\"Notes 2\"", with: "\"Notes\""), to: "stray.json")
+        let otherModel = try workspace.write(Self.version(#"<attribute name="x" attributeType="Boolean"/>"#), to: "Other.xcdatamodel/contents")
+        let before = try files(workspace)
+        let none = try CLI.run("migrate", store, "--model", bundle)
+        #expect(none.status == 1 && none.stdout.isEmpty)
+        #expect(none.stderr.contains("Notes 2 -> Notes 3") && none.stderr.contains("shout"), "\(none.stderr)")
+        let unused = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping, "--mapping", stray)
+        #expect(unused.status == 1 && unused.stderr.contains("\(stray): matches no step"), "\(unused.stderr)")
+        let other = try CLI.run("migrate", store, "--model", otherModel)
+        #expect(other.status == 1 && other.stderr.contains("no model version matches"), "\(other.stderr)")
+        #expect(try files(workspace) == before)
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--next", "Notes").status == 64)
+        #expect(try CLI.run("migrate", store).status == 64)
+    }
+}
