@@ -24,15 +24,19 @@ extension SQLiteStore: BulkCopying {
         }
     }
 
-    /// Attaches the source's file read-only, copies every table (a table of one entity whole,
-    /// one entity at a time where a table holds an inheritance hierarchy: `WHERE Z_ENT = n`),
-    /// every join table and the key counters in one transaction, and detaches it. A whole
-    /// table is copied as `INSERT INTO t SELECT * FROM source.t` (the layouts were checked
-    /// column by column), the form SQLite's transfer optimization copies as stored records
-    /// without decoding them: rows arrive exactly as the source holds them. The transaction
-    /// reads the source file at one moment; when `source` is a snapshot, that moment is the
-    /// file's latest when the copy begins, at or after the snapshot's (the system SQLite has
-    /// no `sqlite3_snapshot_open` to share the snapshot's moment).
+    /// Attaches the source's file read-only, copies every entity's rows, every join table and
+    /// the key counters in one transaction, and detaches it.
+    ///
+    /// A table whose columns in the file are the destination's — same names, types and order,
+    /// none hidden or generated — is copied as `INSERT INTO t SELECT * FROM source.t`, the form
+    /// SQLite's transfer optimization copies as stored records without decoding them; rows of
+    /// another entity number than the table's (which no fetch sees) are then deleted, so exactly
+    /// what the source's fetches see arrives. Any other table, and a table that holds an
+    /// inheritance hierarchy, is copied column by column, one entity at a time (`WHERE Z_ENT = n`).
+    ///
+    /// The transaction reads the source file at one moment; when `source` is a snapshot, that
+    /// moment is the file's latest when the copy begins, at or after the snapshot's (the system
+    /// SQLite has no `sqlite3_snapshot_open` to share the snapshot's moment).
     public func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int] {
         guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
             throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
@@ -45,15 +49,29 @@ extension SQLiteStore: BulkCopying {
             return try connection.transaction(immediate: false) {
                 var counts: [String: Int] = [:]
                 let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
-                for (name, _) in schema.tables {
-                    let table = quote(name)
-                    guard let held = byTable[name], held.count > 1 else {
-                        try connection.execute("INSERT INTO main.\(table) SELECT * FROM \(Self.attached).\(table)")
-                        if let entity = byTable[name]?.first { counts[entity.name] = connection.changes }
+                // A table's columns as the file declares them: name, type, hidden or generated, in order.
+                func declared(_ database: String, _ table: String) throws -> [SQLValue] {
+                    try connection.statement("SELECT name || ':' || type || ':' || hidden FROM pragma_table_xinfo(?1, ?2)")
+                        .rows([.text(table), .text(database)]) { $0.column(0) }
+                }
+                for (name, table) in schema.tables {
+                    let quoted = quote(name)
+                    let held = byTable[name] ?? []
+                    if held.count <= 1, try declared(Self.attached, name) == declared("main", name) {
+                        try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
+                        guard let entity = held.first else { continue }
+                        let copied = connection.changes
+                        try connection.statement("DELETE FROM main.\(quoted) WHERE Z_ENT IS NOT ?1").run([.integer(Int64(entity.number))])
+                        counts[entity.name] = copied - connection.changes
+                        continue
+                    }
+                    let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
+                    guard !held.isEmpty else {
+                        try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
                         continue
                     }
                     for entity in held {
-                        try connection.statement("INSERT INTO main.\(table) SELECT * FROM \(Self.attached).\(table) WHERE Z_ENT = ?1")
+                        try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
                             .run([.integer(Int64(entity.number))])
                         counts[entity.name] = connection.changes
                     }

@@ -110,4 +110,26 @@ struct MigrateCommandTests {
         #expect(try CLI.run("migrate", store, "--model", bundle, "--next", "Notes").status == 64)
         #expect(try CLI.run("migrate", store).status == 64)
     }
+
+    @Test("--on-incompatible move-aside and recreate: a fresh store at the target, the old files moved into Incompatible/ or gone; exit 0")
+    func onIncompatible() throws {
+        let workspace = try Workspace()
+        let (bundle, _, store) = try setUp(workspace)
+        let before = try Data(contentsOf: URL(filePath: store))
+        let moved = try CLI.run("migrate", store, "--model", bundle, "--on-incompatible", "move-aside")
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let line = try #require(moved.stdout.split(separator: "\n").first { $0.hasPrefix("moved aside: ") })
+        let aside = String(line.dropFirst("moved aside: ".count))
+        #expect(aside.hasPrefix(workspace.url.appending(path: "Incompatible").path + "/notes-"))
+        #expect(try Data(contentsOf: URL(filePath: aside)) == before)
+        let fresh = try CLI.run("migrate", store, "--model", bundle)
+        #expect(fresh.stdout == "already at Notes 3\n")
+        #expect(try CLI.run("inspect", store).stdout.contains("Note 0"))
+        // recreate: the store at Notes 3 is not incompatible; one at Notes is (no mapping given).
+        let other = try Workspace()
+        let (_, _, again) = try setUp(other)
+        let recreated = try CLI.run("migrate", again, "--model", bundle, "--on-incompatible", "recreate")
+        #expect(recreated.status == 0 && recreated.stdout.hasPrefix("recreated "), "\(recreated.stderr)")
+        #expect(try CLI.run("inspect", again).stdout.contains("Note 0"))
+    }
 }

@@ -130,4 +130,49 @@ struct BulkCopyTests {
             #expect(reported[mapping] == objects, "\(entity)")
         }
     }
+
+    /// Runs SQL on a store's file behind its back.
+    func tamper(_ url: URL, _ sql: String) {
+        var db: OpaquePointer?
+        #expect(sqlite3_open(url.path, &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        #expect(sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK, "\(sql)")
+    }
+
+    @Test("files laid out otherwise than the store would lay them (rows no fetch sees, columns in another order, extra or generated columns): the bulk copy gives exactly what the batch path gives",
+          arguments: ["ghost row", "ghost row in a hierarchy", "extra column", "generated column", "columns in another order"])
+    func unusualFiles(_ scenario: String) throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", "sqlite")
+        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        switch scenario {
+        case "ghost row": tamper(from, "INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZLABEL) VALUES (100, 999, 1, 'ghost')")
+        case "ghost row in a hierarchy": tamper(from, "INSERT INTO ZVEHICLE (Z_PK, Z_ENT, Z_OPT) VALUES (100, 999, 1)")
+        case "extra column": tamper(from, "ALTER TABLE ZTAG ADD COLUMN ZEXTRA VARCHAR; UPDATE ZTAG SET ZEXTRA = 'x'")
+        case "generated column": tamper(from, "ALTER TABLE ZTAG ADD COLUMN ZGEN INTEGER GENERATED ALWAYS AS (Z_PK * 2) VIRTUAL")
+        default:
+            // ZPERSON rebuilt with its spouse and manager columns swapped in the file.
+            let columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER", "ZAGE INTEGER", "ZMANAGER INTEGER", "ZSPOUSE INTEGER",
+                           "ZNAME VARCHAR", "ZNICKNAME VARCHAR"]
+            let names = columns.map { String($0.split(separator: " ")[0]) }.joined(separator: ", ")
+            tamper(from, "ALTER TABLE ZPERSON RENAME TO OLD; CREATE TABLE ZPERSON (\(columns.joined(separator: ", "))); "
+                   + "INSERT INTO ZPERSON (\(names)) SELECT \(names) FROM OLD; DROP TABLE OLD")
+        }
+        func copy(bulk: Bool) throws -> (export: String, counts: [String: Int]) {
+            let to = workspace.location("copy-\(bulk)", "sqlite")
+            let log = Mutex<[MigrationProgress]>([])
+            let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: bulk) { progress in
+                log.withLock { $0.append(progress) }
+            }
+            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+            let counts = Dictionary(log.withLock { $0 }.filter { $0.phase == .createObjects }.map { ($0.mapping, $0.completed) }, uniquingKeysWith: max)
+            return (try export("sqlite", at: to, model: model), counts)
+        }
+        let (bulk, batches) = (try copy(bulk: true), try copy(bulk: false))
+        #expect(bulk.export == batches.export)
+        #expect(bulk.export == (try export("sqlite", at: from, model: model)), "what the source's fetches see")
+        #expect(bulk.counts == batches.counts)
+        #expect(!bulk.export.contains("ghost"))
+    }
 }

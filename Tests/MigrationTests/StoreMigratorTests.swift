@@ -296,3 +296,79 @@ struct StoreMigratorTests {
         try checkAtV4("sqlite", url, from: "v3")
     }
 }
+
+@Suite("PersistentContainer: load, migrate, recover")
+struct PersistentContainerTests {
+    func container(_ url: URL, _ policy: PersistentContainer.IncompatibleStorePolicy, mappings: [StepMapping] = History.mappings,
+                   migrates: Bool = true) -> PersistentContainer {
+        PersistentContainer(name: "Notes", versions: History.versions, storeURL: url, storeType: Backends.type("sqlite"),
+                            options: .init(migratesAutomatically: migrates, onIncompatibleStore: policy, mappings: mappings),
+                            registry: Backends.registry)
+    }
+
+    @Test("a missing store is created at the current version; an older one is migrated and its objects reach the view context")
+    func createAndMigrate() throws {
+        let workspace = try Workspace()
+        let fresh = workspace.location("fresh", "sqlite")
+        let created = try container(fresh, .fail).load()
+        #expect(created.migration == nil && created.movedAside == nil)
+        #expect(try History.versions.version(matching: Backends.type("sqlite").readMetadata(at: fresh)).name == "v4")
+        let old = workspace.location("old", "sqlite")
+        try makeStore("sqlite", at: old, model: History.model("v1"), json: History.document("v1"))
+        let loaded = try container(old, .fail).load()
+        #expect(loaded.migration?.plan.steps.count == 3)
+        let notes = try loaded.viewContext.fetch(FetchRequest(entity: "Note"))
+        #expect(Set(notes.map { $0["label"] }) == [.string("FIRST"), .string("ZOË'S"), .string("LOOSE")])
+    }
+
+    @Test("an incompatible store: fail leaves it untouched; move-aside moves its whole file set and says where; recreate starts anew")
+    func recovery() throws {
+        for policy in PersistentContainer.IncompatibleStorePolicy.allCases {
+            let workspace = try Workspace()
+            let url = workspace.location("notes", "sqlite")
+            try makeStore("sqlite", at: url, model: History.model("v1"), json: History.document("v1"))
+            // Leave a WAL beside it: the move must carry what it holds.
+            let writer = try Backends.type("sqlite").open(at: url, model: History.model("v1"), options: StoreOptions())
+            var changes = ChangeSet()
+            changes.inserted = [ObjectRecord(key: ObjectKey("Folder", try writer.allocatePrimaryKeys(entity: "Folder", count: 1).lowerBound),
+                                             attributes: ["name": .string("in the log")])]
+            try writer.save(changes)
+            // SQLite's shared-memory index is written by every reader by design; it holds no data.
+            func files() throws -> [String: Data] { try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } }
+            let before = try files()
+            // No mapping for v2 → v3: the store cannot reach v4.
+            let container = container(url, policy, mappings: [])
+            switch policy {
+            case .fail:
+                let error = try #require(throws: MigrationError.self) { try container.load() }
+                #expect(error.code == .noMapping)
+                #expect(try files() == before)
+            case .moveAside:
+                let loaded = try container.load()
+                let aside = try #require(loaded.movedAside)
+                #expect(aside.deletingLastPathComponent().lastPathComponent == "Incompatible")
+                #expect(try loaded.viewContext.fetch(FetchRequest(entity: "Note")).isEmpty)
+                let old = try Backends.type("sqlite").open(at: aside, model: History.model("v1"), options: StoreOptions(readOnly: true))
+                #expect(try old.fetch(FetchRequest(entity: "Note")).count == 3)
+                #expect(try old.fetch(FetchRequest(entity: "Folder")).contains { $0.attributes["name"] == .string("in the log") })
+                try old.close()
+            case .recreate:
+                let loaded = try container.load()
+                #expect(loaded.movedAside == nil)
+                #expect(try loaded.viewContext.fetch(FetchRequest(entity: "Note")).isEmpty)
+            }
+            try writer.close()
+        }
+    }
+
+    @Test("a container that does not migrate automatically refuses an older store and leaves it as it was")
+    func noAutomaticMigration() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        let before = try workspace.snapshot()
+        let error = try #require(throws: MigrationError.self) { try container(url, .fail, migrates: false).load() }
+        #expect(error.message.contains("v3") && error.message.contains("does not migrate automatically"))
+        #expect(try workspace.snapshot() == before)
+    }
+}

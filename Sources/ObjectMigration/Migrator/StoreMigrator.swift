@@ -37,6 +37,8 @@ public final class StoreMigrator: Sendable {
     public let policies: PolicyRegistry
     /// Inference options (lossless widening).
     public let inference: MappingInference.Options
+    /// Whether a step with no mapping given runs the inferred one (else it is refused).
+    public let infersMappings: Bool
     /// Objects per batch in each step.
     public let batchSize: Int
     private let cancelled = Atomic<Bool>(false)
@@ -44,11 +46,12 @@ public final class StoreMigrator: Sendable {
 
     /// Creates a migrator.
     public init(versions: ModelVersions, mappings: [StepMapping] = [], policies: PolicyRegistry = .shared,
-                inference: MappingInference.Options = [], batchSize: Int = 1_000) {
+                inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000) {
         self.versions = versions
         self.mappings = mappings
         self.policies = policies
         self.inference = inference
+        self.infersMappings = infersMappings
         self.batchSize = batchSize
     }
 
@@ -122,6 +125,10 @@ public final class StoreMigrator: Sendable {
             if let given = mappings.first(where: { $0.fits(source, next) }) {
                 used.insert(given.name)
                 steps.append(MigrationStep(source: source.name, destination: next.name, kind: .custom(given.name), mapping: given.mapping))
+                continue
+            }
+            guard infersMappings else {
+                blocked.append("\(source.name) -> \(next.name): inference is off and no mapping was given")
                 continue
             }
             do {

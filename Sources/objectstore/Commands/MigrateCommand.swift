@@ -5,7 +5,8 @@ import ObjectModel
 import ObjectStore
 import Synchronization
 
-/// `objectstore migrate <store> --model <bundle> [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json] [--allow-widening]`.
+/// `objectstore migrate <store> --model <bundle> [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json]
+/// [--on-incompatible fail|move-aside|recreate] [--allow-widening]`.
 struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
@@ -30,6 +31,10 @@ struct MigrateCommand: ParsableCommand {
     @OptionGroup var typeOption: StoreTypeOption
     @Flag(name: .long, help: "Print the plan and the store's object counts; change nothing.") var dryRun = false
     @Flag(name: .long, help: "Print one JSON document instead of text.") var json = false
+    @Option(name: .customLong("on-incompatible"), help: ArgumentHelp(
+        "When the store matches no version or a step has no mapping: fail (the default; nothing touched), move-aside (its files into Incompatible/ beside it, a fresh empty store created) or recreate (destroyed, created empty).",
+        valueName: "policy"))
+    var onIncompatible: PersistentContainer.IncompatibleStorePolicy = .fail
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
 
@@ -57,7 +62,24 @@ struct MigrateCommand: ParsableCommand {
         }
         let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [])
         let url = URL(filePath: store)
-        let plan = try migrator.plan(forStoreAt: url, type: type, to: target)
+        let plan: MigrationPlan
+        do {
+            plan = try migrator.plan(forStoreAt: url, type: type, to: target)
+        } catch let error as MigrationError where [.unknownVersion, .noMapping].contains(error.code) && onIncompatible != .fail && !dryRun {
+            // A fresh, empty store at the target takes the place of one that cannot get there.
+            let model = try versions.model(named: target ?? versions.currentName)
+            if onIncompatible == .moveAside {
+                let aside = try type.moveAside(at: url)
+                try type.open(at: url, model: model, options: StoreOptions()).close()
+                output("moved aside: \(aside.path)")
+            } else {
+                try type.destroy(at: url)
+                try type.open(at: url, model: model, options: StoreOptions()).close()
+                output("recreated \(store) at \(target ?? versions.currentName)")
+            }
+            printError("objectstore: \(store): \(error.message)\n")
+            return
+        }
         if plan.steps.isEmpty {
             json ? print(document(plan, status: "current")) : output("already at \(plan.storeVersion)")
             return
@@ -111,3 +133,5 @@ struct MigrateCommand: ParsableCommand {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension PersistentContainer.IncompatibleStorePolicy: ExpressibleByArgument {}
