@@ -17,7 +17,13 @@ struct SQLiteWriter {
     /// one-to-one, foreign keys of members a to-many drops, and the order number of an
     /// object a to-one moves to the end of an ordered to-many.
     func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
-        // The model's rules first (ChangeSet.checkShape); the database checks keys in use, targets and versions.
+        // A stale change is a conflict first, then the model's rules (ChangeSet+Rules); the
+        // database checks keys in use and targets.
+        try changes.checkVersions(storeID: storeID) { key in
+            guard let mapping = schema.entities[key.entity] else { return nil }
+            return try connection.statement("SELECT Z_OPT FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2")
+                .rows([.integer(key.primaryKey), .integer(Int64(mapping.number))]) { $0.int64(0) }.first
+        }
         try changes.checkShape(model: model)
         let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }

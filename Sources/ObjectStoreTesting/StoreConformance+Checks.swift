@@ -459,6 +459,28 @@ extension StoreConformance {
         #expect(throws: StoreError.self) { try store.save(ChangeSet(deleted: [ObjectDeletion(key: ada, expectedVersion: 1)])) }
         #expect(try store.record(for: ada)?.attributes["age"] == .integer(1))
         #expect(try store.record(for: ada)?.version == 2)
+        // A change computed from a stale object is a conflict whatever else is wrong with it, on every
+        // backend: a target deleted meanwhile, a value of the wrong type, an unknown attribute, an
+        // abstract insert beside it, a stale delete.
+        let pet = try newKey(store, "Pet")
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: pet, attributes: ["name": .string("Rex")])]))
+        let gone = try newKey(store, "Person")
+        let stale: [ChangeSet] = [
+            ChangeSet(updated: [ObjectUpdate(key: pet, expectedVersion: 9, toOne: ["owner": gone])]),
+            ChangeSet(updated: [ObjectUpdate(key: ada, expectedVersion: 1, attributes: ["age": .string("old")])]),
+            ChangeSet(updated: [ObjectUpdate(key: ada, expectedVersion: 1, attributes: ["unknown": .integer(1)])]),
+            ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Vehicle", 77))], deleted: [ObjectDeletion(key: ada, expectedVersion: 1)]),
+        ]
+        for (i, change) in stale.enumerated() {
+            do {
+                try store.save(change)
+                Issue.record("stale change \(i) was saved")
+            } catch let error as StoreError {
+                #expect(error.code == .conflict, "stale change \(i): \(error)")
+            }
+        }
+        #expect(try store.record(for: pet)?.toOne["owner"] == nil)
+        try store.save(ChangeSet(deleted: [ObjectDeletion(key: pet, expectedVersion: 1)]))
         try store.save(ChangeSet(deleted: [ObjectDeletion(key: ada, expectedVersion: 2)]))
         #expect(try store.record(for: ada) == nil)
     }

@@ -40,10 +40,12 @@ extension RowSource {
     }
 
     /// Checks a change set completely before anything is applied, so a save is all or nothing:
-    /// the model's rules (``ChangeSet/checkShape(model:)``), then what needs the rows: no
+    /// versions first (``ChangeSet/checkVersions(storeID:version:)``: a stale change is a
+    /// conflict), the model's rules (``ChangeSet/checkShape(model:)``), then what needs the rows: no
     /// inserted key in use in its hierarchy, every target existing after the change (when
     /// `checkingReferences`), every updated or deleted object existing at the version expected.
     public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
+        try changes.checkVersions(storeID: storeID) { try row($0)?.version }
         try changes.checkShape(model: model)
         let deleted = Set(changes.deleted.map(\.key))
         var inserted: Set<ObjectKey> = []
@@ -69,17 +71,14 @@ extension RowSource {
                 for (name, targets) in update.toMany { for target in targets { try exists(target, update.key, name) } }
             }
         }
-        func current(_ key: ObjectKey, expected: Int64?, _ verb: String) throws {
-            guard let row = try row(key), !(verb == "update" && deleted.contains(key)) else {
-                throw StoreError(.invalidChange, "cannot \(verb) \(key): it does not exist")
-            }
-            if let expected, expected != row.version {
-                throw StoreError(.conflict, "\(key) was changed by someone else (version \(row.version), expected \(expected))",
-                                 objectID: ObjectID(store: storeID, key: key))
+        for update in changes.updated {
+            guard !deleted.contains(update.key), try exists(update.key) else {
+                throw StoreError(.invalidChange, "cannot update \(update.key): it does not exist")
             }
         }
-        for update in changes.updated { try current(update.key, expected: update.expectedVersion, "update") }
-        for deletion in changes.deleted { try current(deletion.key, expected: deletion.expectedVersion, "delete") }
+        for deletion in changes.deleted {
+            guard try exists(deletion.key) else { throw StoreError(.invalidChange, "cannot delete \(deletion.key): it does not exist") }
+        }
     }
 
     /// The rows a validated change set writes: deletions, then every inserted and

@@ -1,3 +1,4 @@
+import Foundation
 import ObjectModel
 
 /// The store contract's rules that the model alone decides, written once: every backend
@@ -32,6 +33,22 @@ enum ContractRule {
 }
 
 extension ChangeSet {
+    /// Refuses a change set that updates or deletes an object whose stored version is not the
+    /// one it expected (``ObjectUpdate/expectedVersion``, ``ObjectDeletion/expectedVersion``):
+    /// changes computed from objects someone else changed since are a conflict, whatever else
+    /// is wrong with them, so every store checks this first. `version` gives an object's stored
+    /// version, or nil when it does not exist (which the store reports later, as a missing object).
+    /// - Throws: ``StoreError`` with ``StoreError/Code/conflict`` naming the object.
+    public func checkVersions(storeID: UUID, version: (ObjectKey) throws -> Int64?) throws {
+        let expected = updated.compactMap { u in u.expectedVersion.map { (u.key, $0) } } + deleted.compactMap { d in d.expectedVersion.map { (d.key, $0) } }
+        for (key, expected) in expected {
+            if let stored = try version(key), stored != expected {
+                throw StoreError(.conflict, "\(key) was changed by someone else (version \(stored), expected \(expected))",
+                                 objectID: ObjectID(store: storeID, key: key))
+            }
+        }
+    }
+
     /// Checks everything about the change set that the model decides, before a store reads
     /// or writes anything: the two sides of every inverse pair agree (``checkInverses(model:)``);
     /// every object's entity exists; an inserted object's entity is not abstract and its key is
