@@ -4,6 +4,7 @@ import ObjectModel
 import ObjectStore
 import Synchronization
 import Testing
+import TestSupport
 
 /// A four-version history and a broken one beside it:
 /// v1 → v2 (inferred: an optional attribute) → v3 (a mapping: a required `label` computed
@@ -128,7 +129,9 @@ struct StoreMigratorTests {
             "v2b": ["v2b -> v3: mapping v2b-to-v3.json", "v3 -> v4: lightweight"],
             "v3": ["v3 -> v4: lightweight"],
         ]
-        #expect(plan.steps.map(\.description) == expected[version]!)
+        // SQLite adds v4's optional attribute in place, after the copy steps (its own when it is the only step).
+        let last = backend == "sqlite" ? "v3 -> v4: in-place" : "v3 -> v4: lightweight"
+        #expect(plan.steps.map(\.description) == expected[version]!.dropLast() + [last])
         #expect(plan.storeVersion == version && plan.targetVersion == "v4")
         #expect(plan.objectCounts == ["Note": 3, "Folder": 2])
         let steps = Mutex<Set<Int>>([])
@@ -250,18 +253,19 @@ struct StoreMigratorTests {
         try checkAtV4("sqlite", url, from: "v3")
     }
 
+    // Both run from v2, so that the first step is a copy (v3 → v4 alone runs in place on SQLite).
     @Test("a store another process writes while it is migrated is not replaced: the write survives")
     func writtenMeanwhile() throws {
         let workspace = try Workspace()
         let url = workspace.location("notes", "sqlite")
-        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        try makeStore("sqlite", at: url, model: History.model("v2"), json: History.document("v2"))
         let wrote = Mutex(false)
         let error = try #require(throws: MigrationError.self) {
             try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Backends.type("sqlite")) { _ in
                 guard !wrote.withLock({ $0 }) else { return }
                 wrote.withLock { $0 = true }
                 // Another writer (another connection) commits a new folder.
-                let store = try! Backends.type("sqlite").open(at: url, model: History.model("v3"), options: StoreOptions())
+                let store = try! Backends.type("sqlite").open(at: url, model: History.model("v2"), options: StoreOptions())
                 var changes = ChangeSet()
                 changes.inserted = [ObjectRecord(key: ObjectKey("Folder", try! store.allocatePrimaryKeys(entity: "Folder", count: 1).lowerBound),
                                                  attributes: ["name": .string("late")])]
@@ -270,7 +274,7 @@ struct StoreMigratorTests {
             }
         }
         #expect(error.code == .storeChanged)
-        let store = try Backends.type("sqlite").open(at: url, model: History.model("v3"), options: StoreOptions(readOnly: true))
+        let store = try Backends.type("sqlite").open(at: url, model: History.model("v2"), options: StoreOptions(readOnly: true))
         defer { try? store.close() }
         #expect(try store.fetch(FetchRequest(entity: "Folder")).contains { $0.attributes["name"] == .string("late") })
         #expect(try files(workspace).allSatisfy { !$0.hasPrefix(".") })
@@ -280,7 +284,7 @@ struct StoreMigratorTests {
     func oneAtATime() throws {
         let workspace = try Workspace()
         let url = workspace.location("notes", "sqlite")
-        try makeStore("sqlite", at: url, model: History.model("v3"), json: History.document("v3"))
+        try makeStore("sqlite", at: url, model: History.model("v2"), json: History.document("v2"))
         let migrator = StoreMigrator(versions: History.versions, mappings: History.mappings)
         let second = Mutex<MigrationError?>(nil)
         try migrator.migrateStore(at: url, type: Backends.type("sqlite")) { _ in
@@ -293,7 +297,7 @@ struct StoreMigratorTests {
         }
         let refused = try #require(second.withLock { $0 })
         #expect(refused.message.contains("busy"), "\(refused.message)")
-        try checkAtV4("sqlite", url, from: "v3")
+        try checkAtV4("sqlite", url, from: "v2")
     }
 }
 
@@ -370,5 +374,67 @@ struct PersistentContainerTests {
         let error = try #require(throws: MigrationError.self) { try container(url, .fail, migrates: false).load() }
         #expect(error.message.contains("v3") && error.message.contains("does not migrate automatically"))
         #expect(try workspace.snapshot() == before)
+    }
+}
+
+@Suite("In-place steps on SQLite")
+struct InPlaceTests {
+    /// v1: Note(title). v2: title renamed heading, an optional body, a flag defaulting to true.
+    /// v3: the flag removed (no longer in place).
+    static func model(_ version: Int) -> ManagedObjectModel {
+        do {
+            return try ManagedObjectModel(versionIdentifiers: ["p\(version)"]) {
+                Entity("Note") {
+                    if version == 1 { Attribute("title", .string, optional: false) }
+                    if version >= 2 { Attribute("heading", .string, optional: false, renamingIdentifier: "title") }
+                    if version >= 2 { Attribute("body", .string) }
+                    if version == 2 { Attribute("flag", .boolean, optional: false, default: .boolean(true)) }
+                }
+            }
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    static let versions = try! ModelVersions(versions: (1...3).map { ModelVersions.Version(name: "p\($0)", model: model($0)) })
+
+    @Test("added and renamed attributes change the file itself in one transaction: SQLite's own rows show the rename and the default, no copy is made")
+    func addAndRename() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: #"{"Note": [{"_id": "a", "title": "one"}, {"_id": "b", "title": "two"}]}"#)
+        let before = try #require(FileOperations.identity(url))
+        let migrator = StoreMigrator(versions: Self.versions)
+        let plan = try migrator.plan(forStoreAt: url, type: Backends.type("sqlite"), to: "p2")
+        #expect(plan.steps.map(\.description) == ["p1 -> p2: in-place"])
+        try migrator.migrateStore(at: url, type: Backends.type("sqlite"), to: "p2")
+        #expect(FileOperations.identity(url) == before, "the same file, changed in place")
+        #expect(try Set(workspace.snapshot().keys).allSatisfy { !$0.hasPrefix(".") })
+        // The oracle: SQLite's own view of the rows.
+        let rows = try RawDatabase(url, readOnly: true)
+        defer { rows.close() }
+        #expect(try rows.strings("SELECT ZHEADING || '|' || ZFLAG || '|' || coalesce(ZBODY, 'null') FROM ZNOTE ORDER BY Z_PK").map { $0[0] }
+                 == ["one|1|null", "two|1|null"])
+        #expect(try Self.versions.version(matching: Backends.type("sqlite").readMetadata(at: url)).name == "p2")
+        let store = try Backends.type("sqlite").open(at: url, model: Self.model(2), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        #expect(try store.fetch(FetchRequest(entity: "Note")).map { $0.attributes } == [
+            ["heading": .string("one"), "flag": .boolean(true)], ["heading": .string("two"), "flag": .boolean(true)],
+        ])
+    }
+
+    @Test("a removed attribute is a copy step; in-place steps before a copy are copies too, so the original changes only at the end")
+    func fallback() throws {
+        let blockers = (Backends.type("sqlite") as! any SchemaChanging).schemaChangeBlockers(from: Self.model(2), to: Self.model(3))
+        #expect(blockers == ["Note.flag: removed (a copy drops its values)"])
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: #"{"Note": [{"_id": "a", "title": "one"}]}"#)
+        let migrator = StoreMigrator(versions: Self.versions)
+        #expect(try migrator.plan(forStoreAt: url, type: Backends.type("sqlite")).steps.map(\.description) == ["p1 -> p2: lightweight", "p2 -> p3: lightweight"])
+        try migrator.migrateStore(at: url, type: Backends.type("sqlite"))
+        let store = try Backends.type("sqlite").open(at: url, model: Self.model(3), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        #expect(try store.fetch(FetchRequest(entity: "Note")).map { $0.attributes } == [["heading": .string("one")]])
     }
 }

@@ -6,14 +6,18 @@ import ObjectStore
 public struct MigrationStep: Sendable, CustomStringConvertible {
     /// How a step moves the store.
     public enum Kind: Sendable, Hashable, CustomStringConvertible {
+        /// The store's own schema change (``SchemaChanging``): its tables altered in one
+        /// transaction, no object loaded. Consecutive in-place steps run in one transaction.
+        case inPlace
         /// The inferred mapping, through the streaming manager into a new store.
         case lightweight
         /// A mapping given for this step (its name: a mapping file's), through the streaming manager.
         case custom(String)
 
-        /// `lightweight`, or `mapping <name>`.
+        /// `in-place`, `lightweight`, or `mapping <name>`.
         public var description: String {
             switch self {
+            case .inPlace: "in-place"
             case .lightweight: "lightweight"
             case .custom(let name): "mapping \(name)"
             }

@@ -77,7 +77,7 @@ public final class StoreMigrator: Sendable {
         } catch {
             throw Self.storeFailure(url, error)
         }
-        var plan = try plan(for: metadata, to: target)
+        var plan = try plan(for: metadata, to: target, type: type)
         let model = try versions.model(named: plan.storeVersion)
         let store: any PersistentStore
         do {
@@ -92,9 +92,12 @@ public final class StoreMigrator: Sendable {
         return plan
     }
 
-    /// The plan for a store whose metadata is `metadata` (no object counts).
+    /// The plan for a store whose metadata is `metadata` (no object counts). With the store's
+    /// `type`, steps the type can do in place (``SchemaChanging``) are planned in place: every
+    /// step when all of them can be (they then change the store itself, in one transaction), or
+    /// those after a copy step (they change the copy).
     /// - Throws: ``MigrationError`` as ``plan(forStoreAt:type:to:)`` does.
-    public func plan(for metadata: StoreMetadata, to target: String? = nil) throws -> MigrationPlan {
+    public func plan(for metadata: StoreMetadata, to target: String? = nil, type: (any StoreType)? = nil) throws -> MigrationPlan {
         let from: ModelVersions.Version
         do {
             from = try versions.version(matching: metadata)
@@ -141,6 +144,17 @@ public final class StoreMigrator: Sendable {
         guard blocked.isEmpty else {
             throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also "))
         }
+        if let changer = type as? any SchemaChanging {
+            let inPlace = steps.map { step in
+                step.kind == .lightweight
+                    && changer.schemaChangeBlockers(from: try! versions.model(named: step.source), to: try! versions.model(named: step.destination)).isEmpty
+            }
+            // Before the first copy the steps would change the original itself: only when all can.
+            let firstCopy = inPlace.firstIndex(of: false) ?? steps.count
+            for index in steps.indices where inPlace[index] && (firstCopy == steps.count || index > firstCopy) {
+                steps[index].kind = .inPlace
+            }
+        }
         return MigrationPlan(storeVersion: from.name, targetVersion: destination.name, steps: steps, objectCounts: [:],
                              unusedMappings: mappings.map(\.name).filter { !used.contains($0) })
     }
@@ -186,40 +200,63 @@ public final class StoreMigrator: Sendable {
         let plan = try self.plan(forStoreAt: url, type: type, to: target)
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
-        var current: StagedStore?
+        // The store the last copy step made (nil: none yet, the steps read the original).
+        var latest: StagedStore?
         do {
-            for (index, step) in plan.steps.enumerated() {
+            var index = 0
+            while index < plan.steps.count {
+                let step = plan.steps[index]
                 try checkCancelled(step)
                 let started = Date()
+                if step.kind == .inPlace, let changer = type as? any SchemaChanging {
+                    // A run of in-place steps: one transaction on the store the last copy made, or on the original.
+                    let run = plan.steps[index...].prefix { $0.kind == .inPlace }
+                    let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
+                    try changer.changeSchema(at: latest?.url ?? url, through: models)
+                    // Fused steps share their time; every object went through each, without being read.
+                    let seconds = Date().timeIntervalSince(started) / Double(run.count)
+                    let objects = plan.objectCounts.values.reduce(0, +)
+                    for (offset, done) in run.enumerated() {
+                        result.seconds.append(seconds)
+                        progress?(StepProgress(step: index + offset, steps: plan.steps.count, description: done.description,
+                                               progress: MigrationProgress(mapping: done.description, phase: .createObjects, completed: objects, total: objects)))
+                    }
+                    index += run.count
+                    continue
+                }
                 let staged = try StagedStore(beside: url, verb: "migrating")
+                let position = index
                 let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
                                                destinationModel: try versions.model(named: step.destination),
                                                mapping: step.mapping, policies: policies, batchSize: batchSize) { p in
-                    progress?(StepProgress(step: index, steps: plan.steps.count, description: step.description, progress: p))
+                    progress?(StepProgress(step: position, steps: plan.steps.count, description: step.description, progress: p))
                 }
                 running.withLock { $0 = manager }
                 defer { running.withLock { $0 = nil } }
                 do {
                     if cancelled.load(ordering: .relaxed) { manager.cancel() }
-                    try manager.migrateStore(at: current?.url ?? url, type: type, to: staged.url, type: type)
+                    try manager.migrateStore(at: latest?.url ?? url, type: type, to: staged.url, type: type)
                 } catch {
                     staged.discard(type)
                     throw error
                 }
-                current?.discard(type)
-                current = staged
+                latest?.discard(type)
+                latest = staged
                 result.seconds.append(Date().timeIntervalSince(started))
+                index += 1
             }
+            // Every step in place: the original itself changed, in one transaction.
+            guard let latest else { return result }
             guard FileOperations.Fingerprint(of: type.fileURLs(for: url)) == before else {
                 throw MigrationError(.storeChanged, "\(url.path) was written by another process while it was migrated; "
                                      + "it was left as that process wrote it: migrate it again when no process has it open")
             }
             try checkCancelled(plan.steps.last!)
-            try StagedStore.install(current!.url, type: type, at: url, replacing: type)
-            current!.finish()
+            try StagedStore.install(latest.url, type: type, at: url, replacing: type)
+            latest.finish()
             return result
         } catch {
-            current?.discard(type)
+            latest?.discard(type)
             throw Self.storeFailure(url, error)
         }
     }

@@ -36,18 +36,19 @@ public protocol ObjectCounting: PersistentStore {
     func objectCount(of entity: String) throws -> Int
 }
 
-/// A store that can change its own schema in place: move to another model version by
-/// altering its tables and updating its rows in one transaction, no object loaded.
-///
-/// Declared here so the engine and backends agree on its shape; no backend adopts it yet
-/// (SQLite will, for in-place lightweight migration: issue 10).
-public protocol SchemaChanging: PersistentStore {
-    /// Whether the store can move itself to `model` in place; when it cannot, what blocks it
-    /// (each a sentence naming the entity and property).
-    func canChangeSchema(to model: ManagedObjectModel) -> (possible: Bool, blocking: [String])
+/// A store type whose closed stores can move to another model version in place: their tables
+/// altered and their metadata updated in one transaction, no object loaded. SQLite adopts it
+/// (`ALTER TABLE … ADD COLUMN` and `RENAME COLUMN`), and `StoreMigrator` uses it for the steps
+/// of a plan it can serve.
+public protocol SchemaChanging: StoreType {
+    /// Why a store of `source` cannot move to `destination` in place, one sentence per change
+    /// naming the entity and property; empty when it can.
+    func schemaChangeBlockers(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> [String]
 
-    /// Moves the store to `model` in one transaction; after an error it is unchanged.
-    func changeSchema(to model: ManagedObjectModel) throws
+    /// Moves the closed store at `url`, written with `models[0]`, through each following model
+    /// in turn, all in one transaction: after an error or a crash it is as it was.
+    /// - Throws: ``StoreError``; ``StoreError/Code/invalidChange`` when a step has blockers.
+    func changeSchema(at url: URL, through models: [ManagedObjectModel]) throws
 }
 
 extension PersistentStore {

@@ -117,6 +117,7 @@ struct MigrateCommand: ParsableCommand {
         let steps: [[String: Any]] = plan.steps.enumerated().map { index, step in
             var entry: [String: Any] = ["from": step.source, "to": step.destination]
             switch step.kind {
+            case .inPlace: entry["kind"] = "in-place"
             case .lightweight: entry["kind"] = "lightweight"
             case .custom(let file): entry["kind"] = "mapping"; entry["mapping"] = file
             }
