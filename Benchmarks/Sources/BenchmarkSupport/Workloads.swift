@@ -19,6 +19,23 @@ public let benchmarkModel: ManagedObjectModel = {
     ])
 }()
 
+/// The benchmark model with one optional attribute added to A: a step SQLite takes in place.
+public let benchmarkModelWithNote: ManagedObjectModel = {
+    var entities = benchmarkModel.entities
+    entities[entities.firstIndex { $0.name == "A" }!].attributes.append(Attribute("note", .string))
+    return try! ManagedObjectModel(entities: entities)
+}()
+
+/// Seconds `StoreMigrator` takes to bring the SQLite store at `url` (of ``benchmarkModel``) to
+/// ``benchmarkModelWithNote``: an in-place step (the store is changed).
+public func addAttributeInPlace(at url: URL) throws -> Double {
+    let versions = try ModelVersions(versions: [.init(name: "v1", model: benchmarkModel), .init(name: "v2", model: benchmarkModelWithNote)])
+    let migrator = StoreMigrator(versions: versions)
+    let plan = try migrator.plan(forStoreAt: url, type: SQLiteStoreType())
+    guard plan.steps.map(\.kind) == [.inPlace] else { throw BenchmarkFailure("the step is not in place: \(plan.steps)") }
+    return try seconds { try migrator.migrateStore(at: url, type: SQLiteStoreType()) }
+}
+
 enum SQLite {
     static func open(_ path: String) -> OpaquePointer {
         var db: OpaquePointer?

@@ -70,7 +70,9 @@ public final class StoreMigrator: Sendable {
     ///   matches no version (naming the closest and, for it, the entities that differ),
     ///   ``MigrationError/Code/noMapping`` naming every step that has no mapping and its
     ///   blocking changes, ``MigrationError/Code/store`` when the store cannot be read.
-    public func plan(forStoreAt url: URL, type: any StoreType, to target: String? = nil) throws -> MigrationPlan {
+    /// - Parameter countingObjects: whether to count the store's objects (``MigrationPlan/objectCounts``):
+    ///   counting reads every object's row on some backends (SQLite counts by entity number).
+    public func plan(forStoreAt url: URL, type: any StoreType, to target: String? = nil, countingObjects: Bool = true) throws -> MigrationPlan {
         let metadata: StoreMetadata
         do {
             metadata = try type.readMetadata(at: url)
@@ -78,6 +80,7 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         var plan = try plan(for: metadata, to: target, type: type)
+        guard countingObjects else { return plan }
         let model = try versions.model(named: plan.storeVersion)
         let store: any PersistentStore
         do {
@@ -197,7 +200,9 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
-        let plan = try self.plan(forStoreAt: url, type: type, to: target)
+        // Counted only when a copy step will read every object anyway: an in-place plan reads none.
+        let uncounted = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
+        let plan = uncounted.steps.allSatisfy({ $0.kind == .inPlace }) ? uncounted : try self.plan(forStoreAt: url, type: type, to: target)
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).
@@ -213,7 +218,8 @@ public final class StoreMigrator: Sendable {
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
                     let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
                     try changer.changeSchema(at: latest?.url ?? url, through: models)
-                    // Fused steps share their time; every object went through each, without being read.
+                    // Fused steps share their time; every object went through each without being read
+                    // (counted when the plan counted them).
                     let seconds = Date().timeIntervalSince(started) / Double(run.count)
                     let objects = plan.objectCounts.values.reduce(0, +)
                     for (offset, done) in run.enumerated() {

@@ -64,7 +64,8 @@ struct MigrateCommand: ParsableCommand {
         let url = URL(filePath: store)
         let plan: MigrationPlan
         do {
-            plan = try migrator.plan(forStoreAt: url, type: type, to: target)
+            // Objects are counted for the reports that show them (counting reads every row on SQLite).
+            plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
         } catch let error as MigrationError where [.unknownVersion, .noMapping].contains(error.code) && onIncompatible != .fail && !dryRun {
             // A fresh, empty store at the target takes the place of one that cannot get there.
             let model = try versions.model(named: target ?? versions.currentName)
@@ -123,7 +124,8 @@ struct MigrateCommand: ParsableCommand {
             }
             if index < seconds.count {
                 entry["seconds"] = (seconds[index] * 1000).rounded() / 1000
-                entry["objects"] = objects[index] ?? 0
+                // An in-place step carries every object without reading one.
+                entry["objects"] = step.kind == .inPlace ? plan.objectCounts.values.reduce(0, +) : objects[index] ?? 0
             }
             return entry
         }
