@@ -438,3 +438,60 @@ struct InPlaceTests {
         #expect(try store.fetch(FetchRequest(entity: "Note")).map { $0.attributes } == [["heading": .string("one")]])
     }
 }
+
+@Suite("An attribute becomes a related object, one per value (uniqueBy)")
+struct UniqueByTests {
+    static func model(_ version: Int) -> ManagedObjectModel {
+        do {
+            return try ManagedObjectModel(versionIdentifiers: ["c\(version)"]) {
+                Entity("Post") {
+                    Attribute("title", .string)
+                    if version == 1 { Attribute("hex", .string) }
+                    if version == 2 { Relationship("color", to: "Color", inverse: "posts") }
+                }
+                if version == 2 {
+                    Entity("Color") {
+                        Attribute("hex", .string, optional: false)
+                        Relationship("posts", to: "Post", inverse: "color", toMany: true)
+                    }
+                }
+            }
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    static let mapping = """
+        {"format": "objectstore-mapping", "formatVersion": 1, "sourceVersion": "c1", "destinationVersion": "c2", "entityMappings": [
+          {"name": "PostToColor", "kind": "transform", "source": "Post", "destination": "Color", "filter": "hex != nil",
+           "attributes": {"hex": "lowercase($source.hex)"}, "uniqueBy": ["hex"]},
+          {"name": "PostToPost", "kind": "transform", "source": "Post", "destination": "Post",
+           "attributes": {"title": "$source.title"}, "relationships": {"color": "destinations('PostToColor', $source)"}}]}
+        """
+
+    @Test("posts with equal colours share one Color object, both sides of every relationship agree", arguments: StoreMigratorTests.durable)
+    func colors(_ backend: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("posts", backend)
+        try makeStore(backend, at: url, model: Self.model(1), json: """
+            {"Post": [{"_id": "a", "title": "A", "hex": "#F00"}, {"_id": "b", "title": "B", "hex": "#f00"},
+                      {"_id": "c", "title": "C", "hex": "#0f0"}, {"_id": "d", "title": "D"}]}
+            """)
+        let versions = try ModelVersions(versions: [.init(name: "c1", model: Self.model(1)), .init(name: "c2", model: Self.model(2))])
+        let mapping = try MappingFormat.decode(Data(Self.mapping.utf8))
+        #expect(mapping.entityMappings.first?.uniqueBy == ["hex"])
+        try StoreMigrator(versions: versions, mappings: [StepMapping(name: "colors.json", mapping: mapping)]).migrateStore(at: url, type: Backends.type(backend))
+        let store = try Backends.type(backend).open(at: url, model: Self.model(2), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        let colors = try store.fetch(FetchRequest(entity: "Color"))
+        #expect(colors.map { $0.attributes["hex"] }.sorted { "\($0!)" < "\($1!)" } == [.string("#0f0"), .string("#f00")])
+        let posts = Dictionary(uniqueKeysWithValues: try store.fetch(FetchRequest(entity: "Post")).map { ($0.attributes["title"]!, $0) })
+        let red = try #require(colors.first { $0.attributes["hex"] == .string("#f00") })
+        #expect(posts[.string("A")]?.toOne["color"] == red.key && posts[.string("B")]?.toOne["color"] == red.key)
+        #expect(posts[.string("C")]?.toOne["color"] != nil && posts[.string("C")]?.toOne["color"] != red.key)
+        #expect(posts[.string("D")]?.toOne["color"] == nil)
+        #expect(Set(try store.relatedKeys(of: red.key, relationship: "posts")) == [posts[.string("A")]!.key, posts[.string("B")]!.key])
+        // Written back as data, the mapping keeps its uniqueBy.
+        #expect(try MappingFormat.decode(MappingFormat.encode(mapping)).entityMappings.first?.uniqueBy == ["hex"])
+    }
+}

@@ -36,6 +36,8 @@ public final class MigrationContext {
     /// Destination entities some object was inserted into one record at a time (by a policy
     /// or an uncompiled mapping): their attributes were not checked in phase 1.
     private(set) var insertedOneByOne: Set<String> = []
+    /// For mappings with ``EntityMapping/uniqueBy``: the destination object made for each set of values.
+    private var uniques: [String: [[Value?]: ObjectKey]] = [:]
 
     /// The model of the source store.
     public var sourceModel: ManagedObjectModel { sourceStore.model }
@@ -56,6 +58,8 @@ public final class MigrationContext {
                   let destinationRoot = destination.model.entity(named: d)?.rootName else { continue }
             if rootOwner[destinationRoot] == nil { rootOwner[destinationRoot] = sourceRoot }
             if rootOwner[destinationRoot] == sourceRoot {
+                // Objects made unique by their values are not one per source object: they get keys of their own.
+                guard m.uniqueBy.isEmpty else { continue }
                 keepingKeys.insert(m.name)
                 if m.policyName == nil && m.sourceFilter == nil { implicit.insert(m.name) }
             }
@@ -203,6 +207,20 @@ public final class MigrationContext {
         for name in attributes.keys where description.attributesByName[name]?.isTransient != false {
             throw MigrationError(.invalidMapping, "\(entity) has no stored attribute named \(name)", mapping: mapping.name)
         }
+        var identity: [Value?] = []
+        if !mapping.uniqueBy.isEmpty {
+            for name in mapping.uniqueBy where description.attributesByName[name] == nil {
+                throw MigrationError(.invalidMapping, "uniqueBy names \(name), which \(entity) has no attribute called", mapping: mapping.name)
+            }
+            identity = mapping.uniqueBy.map { values[$0] }
+            // One object for these values: the source object is associated with the one made before.
+            if let existing = uniques[mapping.name]?[identity] {
+                if !(explicit[mapping.name]?[source.primaryKey] ?? []).contains(existing) {
+                    explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(existing)
+                }
+                return existing
+            }
+        }
         let key: ObjectKey
         let first = (explicit[mapping.name]?[source.primaryKey] ?? []).isEmpty
         if implicit.contains(mapping.name) || (keepsKeys(mapping) && first && description.rootName == keptRoot(mapping)) {
@@ -211,6 +229,7 @@ public final class MigrationContext {
             key = ObjectKey(entity, try newKey(description.rootName))
         }
         if !implicit.contains(mapping.name) { explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(key) }
+        if !mapping.uniqueBy.isEmpty { uniques[mapping.name, default: [:]][identity] = key }
         insertedOneByOne.insert(entity)
         pendingInserts.append(ObjectRecord(key: key, attributes: values, toOne: toOne))
         if !toOne.isEmpty { pendingHasReferences = true }

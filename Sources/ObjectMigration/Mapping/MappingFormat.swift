@@ -36,7 +36,8 @@ public enum MappingFormat {
                 name: m.name, kind: m.kind, source: m.sourceEntity, destination: m.destinationEntity,
                 sourceVersionHash: m.sourceVersionHash?.hexString, destinationVersionHash: m.destinationVersionHash?.hexString,
                 attributes: try text(m.attributeMappings), relationships: try text(m.relationshipMappings),
-                filter: m.sourceFilter?.description, policy: m.policyName, userInfo: m.userInfo.isEmpty ? nil : m.userInfo)
+                filter: m.sourceFilter?.description, policy: m.policyName, userInfo: m.userInfo.isEmpty ? nil : m.userInfo,
+                uniqueBy: m.uniqueBy.isEmpty ? nil : m.uniqueBy)
         })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -82,7 +83,7 @@ public enum MappingFormat {
                 name: e.name, kind: e.kind, sourceEntity: e.source, destinationEntity: e.destination,
                 sourceVersionHash: try hash(e.sourceVersionHash), destinationVersionHash: try hash(e.destinationVersionHash),
                 attributeMappings: try parse(e.attributes), relationshipMappings: try parse(e.relationships),
-                sourceFilter: filter, policyName: e.policy, userInfo: e.userInfo ?? [:])
+                sourceFilter: filter, policyName: e.policy, userInfo: e.userInfo ?? [:], uniqueBy: e.uniqueBy ?? [])
         }, sourceVersion: document.sourceVersion, destinationVersion: document.destinationVersion)
     }
 
@@ -115,5 +116,6 @@ public enum MappingFormat {
         var filter: String?
         var policy: String?
         var userInfo: [String: String]?
+        var uniqueBy: [String]?
     }
 }

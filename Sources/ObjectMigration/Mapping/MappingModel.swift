@@ -42,12 +42,17 @@ public struct EntityMapping: Sendable {
     public var policyName: String?
     /// Free-form key-value pairs for policies.
     public var userInfo: [String: String]
+    /// Destination attributes whose values identify an object: destination objects of this
+    /// mapping with equal values of all of them are one object, found or created, and every
+    /// source object that maps to it is associated with it (so `destinations(…)` of any of them
+    /// gives the one object). Empty: every source object gets its own.
+    public var uniqueBy: [String]
 
     /// Creates an entity mapping.
     public init(name: String, kind: Kind, sourceEntity: String?, destinationEntity: String?,
                 sourceVersionHash: Data? = nil, destinationVersionHash: Data? = nil,
                 attributeMappings: [String: MappingExpression] = [:], relationshipMappings: [String: MappingExpression] = [:],
-                sourceFilter: ObjectPredicate? = nil, policyName: String? = nil, userInfo: [String: String] = [:]) {
+                sourceFilter: ObjectPredicate? = nil, policyName: String? = nil, userInfo: [String: String] = [:], uniqueBy: [String] = []) {
         self.name = name
         self.kind = kind
         self.sourceEntity = sourceEntity
@@ -59,6 +64,7 @@ public struct EntityMapping: Sendable {
         self.sourceFilter = sourceFilter
         self.policyName = policyName
         self.userInfo = userInfo
+        self.uniqueBy = uniqueBy
     }
 }
 
