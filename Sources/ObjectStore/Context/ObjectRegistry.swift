@@ -10,8 +10,6 @@ struct ObjectRegistry {
         let entity: String
     }
     private var groups: [Group: [Int64: ManagedObject]] = [:]
-    /// How many objects.
-    private(set) var count = 0
 
     /// The object with `id`, or nil; setting nil removes it.
     subscript(id: ObjectID) -> ManagedObject? {
@@ -19,9 +17,9 @@ struct ObjectRegistry {
         set {
             let group = Group(store: id.storeIdentifier, entity: id.key.entity)
             if let newValue {
-                if groups[group, default: [:]].updateValue(newValue, forKey: id.key.primaryKey) == nil { count += 1 }
-            } else if groups[group]?.removeValue(forKey: id.key.primaryKey) != nil {
-                count -= 1
+                groups[group, default: [:]][id.key.primaryKey] = newValue
+            } else {
+                groups[group]?[id.key.primaryKey] = nil
             }
         }
     }
@@ -44,6 +42,5 @@ struct ObjectRegistry {
     /// Forgets every object.
     mutating func removeAll() {
         groups = [:]
-        count = 0
     }
 }
