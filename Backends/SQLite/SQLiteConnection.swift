@@ -236,6 +236,13 @@ struct Statement {
 
     func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
 
+    /// Hands every row to `body`, collecting nothing.
+    func forEachRow(_ values: [SQLValue] = [], _ body: (Statement) throws -> Void) throws {
+        defer { sqlite3_reset(handle) }
+        try bind(values)
+        while try step() { try body(self) }
+    }
+
     /// Every row, each mapped by `body`.
     func rows<T>(_ values: [SQLValue] = [], _ body: (Statement) throws -> T) throws -> [T] {
         // Reset at the end, so no statement keeps a read transaction open between calls.

@@ -258,23 +258,57 @@ final class SQLiteReader {
         let select = select(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",
                             arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
         var batch = RecordBatch(entity: description, capacity: limit)
-        _ = try connection.statement(select.sql).rows(select.arguments) { row in
-            let r = batch.appendRow(primaryKey: row.int64(0), version: row.int64(2))
-            for (slot, attribute) in plan.attributes.enumerated() {
-                batch[r, attribute: slot] = try SQLiteValues.value(
-                    row.column(attribute.column), as: attribute.type,
-                    at: "\(entity.table) row \(batch.primaryKeys[r]), attribute \(name).\(attribute.name)", in: connection.path)
-            }
-            for (slot, link) in plan.toOne.enumerated() {
-                guard case .integer(let pk) = row.column(link.key) else { continue }
-                var target = link.destination
-                if let entityColumn = link.entity, case .integer(let n) = row.column(entityColumn), let actual = schema.byNumber[Int(n)] {
-                    target = actual
-                }
-                batch[r, toOne: slot] = ObjectKey(target, pk)
-            }
+        try connection.statement(select.sql).forEachRow(select.arguments) { row in
+            try append(row, to: &batch, plan, table: entity.table)
         }
         return batch
+    }
+
+    /// Adds the object of the current row (of `plan`'s entity) to `batch`, values by slot.
+    private func append(_ row: Statement, to batch: inout RecordBatch, _ plan: SlotPlan, table: String) throws {
+        let r = batch.appendRow(primaryKey: row.int64(0), version: row.int64(2))
+        for (slot, attribute) in plan.attributes.enumerated() {
+            batch[r, attribute: slot] = try SQLiteValues.value(
+                row.column(attribute.column), as: attribute.type,
+                at: "\(table) row \(batch.primaryKeys[r]), attribute \(batch.entity.name).\(attribute.name)", in: connection.path)
+        }
+        for (slot, link) in plan.toOne.enumerated() {
+            guard case .integer(let pk) = row.column(link.key) else { continue }
+            var target = link.destination
+            if let entityColumn = link.entity, case .integer(let n) = row.column(entityColumn), let actual = schema.byNumber[Int(n)] {
+                target = actual
+            }
+            batch[r, toOne: slot] = ObjectKey(target, pk)
+        }
+    }
+
+    /// ``fetch(_:)`` read straight into slots, a batch of consecutive objects of one entity at a
+    /// time, when one SELECT gives the rows in their final order; else the records laid out.
+    func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
+        let plan = try fetchPlan(request)
+        guard !plan.finishesInSwift, !plan.ordersKeysInSwift else {
+            return try RecordBatch.runs(of: fetch(request), batchSize: batchSize, in: model, body)
+        }
+        let size = max(1, batchSize)
+        var batch: RecordBatch?
+        var current: (number: Int, plan: SlotPlan)?
+        try connection.statement(plan.select.sql).forEachRow(plan.select.arguments) { row in
+            let number = Int(row.int64(1))
+            if current?.number != number || batch!.count >= size {
+                if let full = batch { try body(full) }
+                // Rows of no entity of the model are skipped, as the record form skips them.
+                guard let name = schema.byNumber[number], let mapping = schema.entities[name],
+                      let description = model.entity(named: name), plans[number] != nil else {
+                    batch = nil
+                    current = nil
+                    return
+                }
+                current = (number, slotPlan(mapping, description.layout))
+                batch = RecordBatch(entity: description, capacity: size)
+            }
+            try append(row, to: &batch!, current!.plan, table: plan.select.table)
+        }
+        if let last = batch { try body(last) }
     }
 
     // MARK: Fetch

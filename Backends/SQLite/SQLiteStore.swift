@@ -179,8 +179,23 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         try withReader { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit) }
     }
 
+    public func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
+        try withReader { try $0.fetchBatches(request, batchSize: batchSize, body) }
+    }
+
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
+    }
+
+    /// Rows that set no to-one relationship are bound slot by slot as the batches come; the
+    /// others join the change set as records (see ``SQLiteWriter/apply(_:insertingBatches:)``).
+    public func save(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
+        try checkWritable()
+        try withReader { reader in
+            try reader.connection.transaction {
+                try SQLiteWriter(reader: reader, storeID: identifier).apply(changes, insertingBatches: nextBatch)
+            }
+        }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {

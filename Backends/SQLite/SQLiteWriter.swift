@@ -54,6 +54,26 @@ struct SQLiteWriter {
         if checkingReferences { try verifyTargets(changes) }
     }
 
+    /// Applies `changes` with the rows of the batches `nextBatch` hands out inserted as well (see
+    /// ``PersistentStore/save(_:insertingBatches:)``). A row that sets no to-one relationship has
+    /// nothing to complete or verify: it is bound slot by slot as its batch comes (a key in use
+    /// fails on the table's primary key, as a record's does). Rows with a to-one, and batches laid
+    /// out by another model, join the change set as records and are checked and completed as such.
+    func apply(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
+        var changes = changes
+        while let batch = try nextBatch() {
+            guard model.entity(named: batch.entity.name) === batch.entity else {
+                changes.inserted += batch.records
+                continue
+            }
+            let links = batch.layout.toOne.count
+            let linked = links == 0 ? [] : (0..<batch.count).filter { row in (0..<links).contains { batch[row, toOne: $0] != nil } }
+            changes.inserted += linked.map(batch.record(at:))
+            try insert(batch, except: Set(linked))
+        }
+        try apply(changes)
+    }
+
     private func description(_ key: ObjectKey, _ verb: String) throws -> (EntityDescription, SQLiteSchema.Entity) {
         guard let description = model.entity(named: key.entity), let mapping = schema.entities[key.entity] else {
             throw StoreError(.invalidChange, "cannot \(verb) \(key): no entity named \(key.entity)")
@@ -147,7 +167,8 @@ struct SQLiteWriter {
     /// Inserts a batch whose references are not checked (see ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``):
     /// checked as every store checks one (``RecordBatch/checkInsertable(in:)``), then one prepared
     /// INSERT bound slot by slot.
-    func insert(_ batch: RecordBatch) throws {
+    /// Rows in `skipped` are left out (checked all the same).
+    func insert(_ batch: RecordBatch, except skipped: Set<Int> = []) throws {
         let description = batch.entity
         guard let mapping = schema.entities[description.name] else { throw StoreError(.invalidChange, "no entity named \(description.name)") }
         try batch.checkInsertable(in: model)
@@ -159,7 +180,7 @@ struct SQLiteWriter {
         let statement = try connection.statement(plan.sql)
         var values = [SQLValue](repeating: .null, count: plan.width)
         var last: Int64 = 0
-        for row in 0..<batch.count {
+        for row in 0..<batch.count where !skipped.contains(row) {
             let key = batch.primaryKeys[row]
             last = max(last, key)
             values[0] = .integer(key)
@@ -177,7 +198,7 @@ struct SQLiteWriter {
             }
             try run(statement, values, inserting: batch.key(at: row), root: description.rootName)
         }
-        try moveKeyCounter(schema.entities[description.rootName]!.number, past: last)
+        if last > 0 { try moveKeyCounter(schema.entities[description.rootName]!.number, past: last) }
     }
 
     private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {

@@ -111,6 +111,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.storedAttributes = attributes.filter { !$0.isTransient }
         self.storedRelationships = relationships.filter { !$0.isTransient }
         self.layout = EntityLayout(entity: declaration.name, attributes: storedAttributes, relationships: storedRelationships)
+        self.objectAttributes = storedAttributes + attributes.filter(\.isTransient)
+        self.objectSlots = Dictionary(objectAttributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.ancestors = ancestors
@@ -133,6 +135,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let storedRelationships: [Relationship]
     /// The slots of its stored attributes and to-one relationships.
     public let layout: EntityLayout
+    /// Every attribute in the order an object in memory keeps their values: the stored ones
+    /// at their ``layout`` slots (0, 1, 2…), then the transient ones.
+    public let objectAttributes: [Attribute]
+    private let objectSlots: [String: Int]
+    /// The place of an attribute's value in ``objectAttributes`` (its layout slot for a
+    /// stored attribute), or nil when the entity has no attribute of that name.
+    public func objectSlot(_ name: String) -> Int? { objectSlots[name] }
     /// Whether this entity is `name` or descends from it.
     public func isKind(of name: String) -> Bool { self.name == name || ancestors.contains(name) }
     public var description: String { "Entity \(name)" }

@@ -21,17 +21,29 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     public internal(set) weak var context: ObjectContext?
 
     struct State {
-        var attributes: [String: Value]
+        /// Attribute values by slot (``EntityDescription/objectAttributes``): the stored ones at
+        /// their layout slots, as stores move them in batches, then the transient ones; nil is no value.
+        var values: [Value?]
         var toOne: [String: ObjectID]
         var toMany: [String: [ObjectID]]
+    }
+
+    /// What a fetched or saved object keeps from its first change on; one reference in the
+    /// object, nil while it is unchanged (most objects are).
+    final class Changes {
+        /// The state at the last fetch or save (for rollback).
+        var committed: State
+        /// The names of the properties changed since.
+        var keys: Set<String> = []
+
+        init(committed: State) { self.committed = committed }
     }
 
     var state: State
     /// The version the object was read at (0 for a new object).
     var version: Int64
-    /// The state at the last fetch or save, kept from the first change on (for rollback).
-    var committed: State?
-    var changedKeys: Set<String> = []
+    /// Set at the first change of an object that is not inserted; nil after save and rollback.
+    var changes: Changes?
     var isInsertedFlag = false
     var isDeletedFlag = false
 
@@ -48,12 +60,12 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// Whether the object was deleted and the delete not yet saved.
     public var isDeleted: Bool { isDeletedFlag }
     /// Whether the object has unsaved changes to its properties.
-    public var isUpdated: Bool { !changedKeys.isEmpty && !isInsertedFlag }
+    public var isUpdated: Bool { !(changes?.keys.isEmpty ?? true) && !isInsertedFlag }
     /// The names of the properties changed since the last save; for an inserted object, every
     /// property it has a value for (attributes with a value, to-ones set, to-manys not empty).
     public var changedPropertyNames: Set<String> {
-        guard isInsertedFlag else { return changedKeys }
-        var names = Set(state.attributes.keys)
+        guard isInsertedFlag else { return changes?.keys ?? [] }
+        var names = Set(zip(entity.objectAttributes, state.values).compactMap { $1 == nil ? nil : $0.name })
         names.formUnion(state.toOne.keys)
         for (name, ids) in state.toMany where !ids.isEmpty { names.insert(name) }
         return names
@@ -67,12 +79,17 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The value of an attribute (nil when it has none). Set one with ``set(_:_:)-(String,Value?)``.
     public subscript(key: String) -> Value? {
-        state.attributes[key]
+        attributeValue(key)
     }
 
     /// Typed access to an attribute: nil when missing or of another type.
     public subscript<T: ValueConvertible>(key: String, as type: T.Type) -> T? {
-        state.attributes[key].flatMap(T.init(attributeValue:))
+        attributeValue(key).flatMap(T.init(attributeValue:))
+    }
+
+    /// The value of the attribute named `key`; nil when it has none or there is no such attribute.
+    func attributeValue(_ key: String) -> Value? {
+        entity.objectSlot(key).flatMap { state.values[$0] }
     }
 
     /// Sets an attribute, marking the object updated; a value of another type is kept and
@@ -96,12 +113,13 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// Sets an attribute (what ``set(_:_:)-(String,Value?)`` does).
     /// - Throws: ``StoreError`` with ``StoreError/Code/invalidChange`` when the entity has no such attribute.
     public func setAttribute(_ value: Value?, forKey key: String) throws {
-        guard let attribute = entity.attributesByName[key] else {
+        guard let slot = entity.objectSlot(key) else {
             throw StoreError(.invalidChange, "\(entity.name) has no attribute named \(key)", objectID: objectID)
         }
-        let coerced = value.map { attribute.type.coerce($0) ?? $0 }
+        let type = entity.objectAttributes[slot].type
+        let coerced = value.map { type.coerce($0) ?? $0 }
         try liveContext().willChange(self, key: key)
-        state.attributes[key] = coerced
+        state.values[slot] = coerced
     }
 
     // MARK: Relationships
@@ -150,7 +168,7 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// The value of any property: a ``Value`` for an attribute, a ``ManagedObject``
     /// for a to-one, an array of them for a to-many, or nil.
     public func value(forKey key: String) throws -> Any? {
-        if entity.attributesByName[key] != nil { return state.attributes[key] }
+        if let slot = entity.objectSlot(key) { return state.values[slot] }
         guard let relationship = entity.relationshipsByName[key] else {
             throw StoreError(.invalidChange, "\(entity.name) has no property named \(key)", objectID: objectID)
         }

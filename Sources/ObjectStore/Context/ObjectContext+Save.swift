@@ -25,8 +25,14 @@ extension ObjectContext {
                              validationFailures: failures)
         }
         var changes: [UUID: ChangeSet] = [:]
+        // Inserted objects that take part in no relationship go to their store in batches (values
+        // by slot, see insertBatches); the others as records, relationships and all.
         for object in insertedOrder where !object.isDeletedFlag {
-            changes[object.objectID.storeIdentifier, default: ChangeSet()].inserted.append(try insertRecord(object))
+            if isBatchable(object) {
+                if changes[object.objectID.storeIdentifier] == nil { changes[object.objectID.storeIdentifier] = ChangeSet() }
+            } else {
+                changes[object.objectID.storeIdentifier, default: ChangeSet()].inserted.append(try insertRecord(object))
+            }
         }
         for id in updatedSet.sorted() {
             guard let object = registered[id], !object.isDeletedFlag, !object.isInsertedFlag else { continue }
@@ -40,16 +46,49 @@ extension ObjectContext {
             guard let store = coordinator.store(withIdentifier: storeID) else {
                 throw StoreError(.noStore, "no attached store has UUID \(storeID.uuidString)")
             }
-            try store.save(changeSet)
+            var position = 0
+            try store.save(changeSet) { nextInsertBatch(for: storeID, from: &position) }
         }
         didSave()
     }
 
-    /// The values of the object's stored attributes: its values themselves (shared, not copied)
-    /// when its entity has no transient attribute.
+    /// The most objects one batch of a save carries.
+    static let saveBatchSize = 1_024
+
+    /// Whether an inserted object goes to its store in a batch: it sets no to-one and holds
+    /// nothing in any to-many, so there is no relationship a batch would leave out.
+    private func isBatchable(_ object: ManagedObject) -> Bool {
+        object.state.toOne.isEmpty && object.state.toMany.values.allSatisfy(\.isEmpty)
+    }
+
+    /// The next batch of inserted objects of the store `storeID` that ``isBatchable(_:)``, from
+    /// `position` in the insertion order on: consecutive ones of one entity, at most
+    /// ``saveBatchSize``; nil when there are no more. Built as the store asks, so a save holds
+    /// one batch at a time, not a copy of every new object.
+    private func nextInsertBatch(for storeID: UUID, from position: inout Int) -> RecordBatch? {
+        var batch: RecordBatch?
+        while position < insertedOrder.count {
+            let object = insertedOrder[position]
+            guard object.objectID.storeIdentifier == storeID, !object.isDeletedFlag, isBatchable(object) else {
+                position += 1
+                continue
+            }
+            if let current = batch, current.entity !== object.entity || current.count >= Self.saveBatchSize { break }
+            if batch == nil { batch = RecordBatch(entity: object.entity, capacity: Self.saveBatchSize) }
+            let row = batch!.appendRow(primaryKey: object.objectID.primaryKey)
+            for slot in 0..<object.entity.layout.attributes.count { batch![row, attribute: slot] = object.state.values[slot] }
+            position += 1
+        }
+        return batch
+    }
+
+    /// The values of the object's stored attributes, by name.
     private func storedAttributes(_ object: ManagedObject) -> [String: Value] {
-        guard object.entity.storedAttributes.count != object.entity.attributes.count else { return object.state.attributes }
-        return object.state.attributes.filter { object.entity.attributesByName[$0.key]?.isTransient == false }
+        var attributes: [String: Value] = [:]
+        for (slot, attribute) in object.entity.layout.attributes.enumerated() {
+            if let value = object.state.values[slot] { attributes[attribute.name] = value }
+        }
+        return attributes
     }
 
     private func insertRecord(_ object: ManagedObject) throws -> ObjectRecord {
@@ -66,9 +105,9 @@ extension ObjectContext {
 
     private func update(_ object: ManagedObject) throws -> ObjectUpdate {
         var update = ObjectUpdate(key: object.objectID.key, expectedVersion: object.version)
-        for key in object.changedKeys.sorted() {
+        for key in (object.changes?.keys ?? []).sorted() {
             if let attribute = object.entity.attributesByName[key] {
-                if !attribute.isTransient { update.attributes[key] = .some(object.state.attributes[key]) }
+                if !attribute.isTransient { update.attributes[key] = .some(object.attributeValue(key)) }
             } else if let relationship = object.entity.relationshipsByName[key], !relationship.isTransient {
                 if relationship.isToMany {
                     update.toMany[key] = try toManyIDs(object, relationship).map(\.key)
@@ -87,10 +126,9 @@ extension ObjectContext {
             registered[id]?.context = nil
             registered[id] = nil
         }
-        for object in registered.values {
+        registered.forEach { object in
             object.isInsertedFlag = false
-            object.committed = nil
-            object.changedKeys = []
+            object.changes = nil
         }
         insertedOrder = []
         updatedSet = []
@@ -108,8 +146,7 @@ extension ObjectContext {
 
     /// Checks every rule of the model on one object.
     public func validate(_ object: ManagedObject) throws -> [ValidationFailure] {
-        let record = ObjectRecord(key: object.objectID.key, attributes: object.state.attributes)
-        return try ObjectValidator.failures(of: record, entity: object.entity, id: object.objectID) { relationship in
+        try ObjectValidator.failures(entity: object.entity, id: object.objectID, value: { slot, _ in object.state.values[slot] }) { relationship in
             relationship.isToMany
                 ? try toManyIDs(object, relationship).count
                 : (object.state.toOne[relationship.name] == nil ? 0 : 1)
@@ -191,9 +228,16 @@ extension ObjectValidator {
     /// counts as `count` gives them.
     public static func failures(of record: ObjectRecord, entity: EntityDescription, id: ObjectID, checkingAttributes: Bool = true,
                                 count: (Relationship) throws -> Int) rethrows -> [ValidationFailure] {
+        try failures(entity: entity, id: id, checkingAttributes: checkingAttributes, value: { record.attributes[$1.name] }, count: count)
+    }
+
+    /// Every rule an object breaks: its stored attributes, with `value` giving each one's value
+    /// from its layout slot and the attribute, and its relationships' counts as `count` gives them.
+    static func failures(entity: EntityDescription, id: ObjectID, checkingAttributes: Bool = true,
+                         value: (Int, Attribute) -> Value?, count: (Relationship) throws -> Int) rethrows -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
-        for attribute in entity.storedAttributes where checkingAttributes {
-            for (rule, message) in check(attribute, record.attributes[attribute.name]) {
+        for (slot, attribute) in entity.layout.attributes.enumerated() where checkingAttributes {
+            for (rule, message) in check(attribute, value(slot, attribute)) {
                 failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
             }
         }

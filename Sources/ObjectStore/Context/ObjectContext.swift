@@ -22,7 +22,7 @@ public final class ObjectContext {
     /// The coordinator whose stores the context reads and writes.
     public let coordinator: StoreCoordinator
 
-    var registered: [ObjectID: ManagedObject] = [:]
+    var registered = ObjectRegistry()
     var insertedOrder: [ManagedObject] = []
     var updatedSet: Set<ObjectID> = []
     var deletedSet: Set<ObjectID> = []
@@ -54,7 +54,7 @@ public final class ObjectContext {
     /// Objects deleted and not yet saved.
     public var deletedObjects: [ManagedObject] { deletedSet.sorted().compactMap { registered[$0] } }
     /// Every object the context holds.
-    public var registeredObjects: [ManagedObject] { registered.keys.sorted().compactMap { registered[$0] } }
+    public var registeredObjects: [ManagedObject] { registered.objects.sorted { $0.objectID < $1.objectID } }
 
     // MARK: Insert and delete
 
@@ -72,11 +72,9 @@ public final class ObjectContext {
         guard !description.isAbstract else { throw StoreError(.invalidChange, "entity \(entity) is abstract") }
         let store = try coordinator.store(forEntity: entity)
         let pk = try nextPrimaryKey(in: store, for: description)
-        var attributes: [String: Value] = [:]
-        for attribute in description.attributes { if let v = attribute.defaultValue { attributes[attribute.name] = v } }
         let object = ManagedObject(
             objectID: store.objectID(for: ObjectKey(entity, pk)), entity: description, context: self,
-            state: .init(attributes: attributes, toOne: [:], toMany: [:]), version: 0)
+            state: .init(values: description.objectAttributes.map(\.defaultValue), toOne: [:], toMany: [:]), version: 0)
         for relationship in description.relationships where relationship.isToMany { object.state.toMany[relationship.name] = [] }
         object.isInsertedFlag = true
         registered[object.objectID] = object
@@ -121,17 +119,13 @@ public final class ObjectContext {
             throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
         }
         let store = try coordinator.store(forEntity: entity.name)
-        guard hasChanges else {
-            let records = try store.fetch(request)
-            registered.reserveCapacity(registered.count + records.count)
-            return records.map { materialize($0, from: store, entity: entity) }
-        }
+        guard hasChanges else { return try materialize(request, from: store) }
 
         var unbounded = request
         unbounded.fetchLimit = nil
         unbounded.fetchOffset = 0
         unbounded.predicate = nil
-        var candidates = try store.fetch(unbounded).map { materialize($0, from: store) }
+        var candidates = try materialize(unbounded, from: store)
         let kinds = Set(request.includesSubentities ? entity.kindNames : [entity.name])
         candidates += insertedOrder.filter { kinds.contains($0.entity.name) }
         var matches: [ManagedObject] = []
@@ -156,15 +150,51 @@ public final class ObjectContext {
         return try fetch(request).count
     }
 
-    /// The registered object of a record, made from it when there is none. `entity`, when given,
-    /// is the fetched entity: most records are of it, and then it need not be looked up by name.
-    func materialize(_ record: ObjectRecord, from store: any PersistentStore, entity fetched: EntityDescription? = nil) -> ManagedObject {
+    /// How many objects a fetch reads from its store at a time (see ``materialize(_:from:)``).
+    static let fetchBatchSize = 1_024
+
+    /// The objects a store fetches for `request`: the registered ones, and new ones made from the
+    /// store's batches, values copied slot by slot (no record or dictionary per object).
+    func materialize(_ request: FetchRequest, from store: any PersistentStore) throws -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        try store.fetchBatches(request, batchSize: Self.fetchBatchSize) { batch in
+            let entity = model.entity(named: batch.entity.name) ?? batch.entity
+            let width = batch.layout.attributes.count, links = batch.layout.toOne.count
+            let transients = entity.objectAttributes.count - width
+            registered.reserveCapacity(batch.count, store: store.identifier, entity: entity.name)
+            objects.reserveCapacity(objects.count + batch.count)
+            for row in 0..<batch.count {
+                let id = store.objectID(for: batch.key(at: row))
+                if let existing = registered[id] {
+                    objects.append(existing)
+                    continue
+                }
+                var values: [Value?] = []
+                values.reserveCapacity(width + transients)
+                values.append(contentsOf: batch.values[row * width ..< (row + 1) * width])
+                if transients > 0 { values.append(contentsOf: repeatElement(nil, count: transients)) }
+                var toOne: [String: ObjectID] = [:]
+                for slot in 0..<links {
+                    if let target = batch[row, toOne: slot] { toOne[batch.layout.toOne[slot].name] = store.objectID(for: target) }
+                }
+                let object = ManagedObject(objectID: id, entity: entity, context: self,
+                                           state: .init(values: values, toOne: toOne, toMany: [:]), version: batch.versions[row])
+                registered[id] = object
+                objects.append(object)
+            }
+        }
+        return objects
+    }
+
+    /// The registered object of a record, made from it when there is none.
+    func materialize(_ record: ObjectRecord, from store: any PersistentStore) -> ManagedObject {
         let id = store.objectID(for: record.key)
         if let existing = registered[id] { return existing }
-        let entity = fetched.flatMap { $0.name == record.key.entity ? $0 : nil } ?? model.entity(named: record.key.entity)!
+        let entity = model.entity(named: record.key.entity)!
         let object = ManagedObject(
             objectID: id, entity: entity, context: self,
-            state: .init(attributes: record.attributes, toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:]),
+            state: .init(values: entity.objectAttributes.map { $0.isTransient ? nil : record.attributes[$0.name] },
+                         toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:]),
             version: record.version)
         registered[id] = object
         return object
@@ -179,10 +209,9 @@ public final class ObjectContext {
             registered[object.objectID] = nil
             object.context = nil
         }
-        for object in registered.values {
-            if let committed = object.committed { object.state = committed }
-            object.committed = nil
-            object.changedKeys = []
+        registered.forEach { object in
+            if let changes = object.changes { object.state = changes.committed }
+            object.changes = nil
             object.isDeletedFlag = false
         }
         insertedOrder = []
@@ -192,8 +221,8 @@ public final class ObjectContext {
 
     /// Forgets every object and every unsaved change.
     public func reset() {
-        for object in registered.values { object.context = nil }
-        registered = [:]
+        registered.forEach { $0.context = nil }
+        registered.removeAll()
         insertedOrder = []
         updatedSet = []
         deletedSet = []
@@ -206,8 +235,8 @@ public final class ObjectContext {
         // An inserted object's every property is new: it keeps no list of names (at 100,000 inserts,
         // a set of names per object was a fifth of the memory; see changedPropertyNames).
         guard !object.isInsertedFlag else { return }
-        if object.committed == nil { object.committed = object.state }
-        object.changedKeys.insert(key)
+        if object.changes == nil { object.changes = ManagedObject.Changes(committed: object.state) }
+        object.changes!.keys.insert(key)
         updatedSet.insert(object.objectID)
     }
 
@@ -219,9 +248,8 @@ public final class ObjectContext {
         }
         let ids = try store.relatedKeys(of: object.objectID.key, relationship: relationship.name).map { store.objectID(for: $0) }
         object.state.toMany[relationship.name] = ids
-        if var committed = object.committed, committed.toMany[relationship.name] == nil {
-            committed.toMany[relationship.name] = ids
-            object.committed = committed
+        if let changes = object.changes, changes.committed.toMany[relationship.name] == nil {
+            changes.committed.toMany[relationship.name] = ids
         }
         return ids
     }
@@ -357,7 +385,7 @@ struct ContextSubject: PredicateSubject {
     var identity: Value { .string(object.objectID.key.description) }
 
     func resolve(_ key: String) throws -> ResolvedKey? {
-        if object.entity.attributesByName[key] != nil { return .value(object.state.attributes[key]) }
+        if let slot = object.entity.objectSlot(key) { return .value(object.state.values[slot]) }
         guard let relationship = object.entity.relationshipsByName[key], let context = object.context else { return nil }
         if relationship.isToMany {
             let ids = try context.toManyIDs(object, relationship)

@@ -46,6 +46,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// for code that moves many objects (a migration, a conversion). The default reads
     /// records through `scan` and lays them out; a backend implements it to skip the records.
     func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch
+    /// The objects ``fetch(_:)`` returns for `request`, in the same order, values by slot: the
+    /// batch form, for a reader that turns many objects into its own representation (a context
+    /// making managed objects) without a record per object. `body` gets them a batch at a time:
+    /// each batch holds consecutive objects of one entity, at most `batchSize` (at least 1).
+    /// `body` runs while the store reads, so it must not call the store. The default reads
+    /// records through `fetch` and lays them out; a backend implements it to skip the records.
+    func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws
 
     /// Writes a change set atomically: all of it or nothing.
     ///
@@ -62,6 +69,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     ///   for unknown objects, entities or properties, a key in use, or sides of
     ///   a relationship that disagree.
     func save(_ changes: ChangeSet) throws
+    /// Writes `changes` and, in the same transaction, the new objects of the batches `nextBatch`
+    /// hands out (it is called until it returns nil): exactly what ``save(_:)`` writes for
+    /// `changes` with every batch's rows appended to ``ChangeSet/inserted`` as records, checked
+    /// the same way, all or nothing. The batch form, for a writer with many new objects (a
+    /// context's save): no record per object. `nextBatch` runs while the store writes, so it must
+    /// not call the store. The default gathers the records and calls ``save(_:)``; a backend
+    /// implements it to insert the batches without them.
+    func save(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws
     /// Reserves `count` new primary keys for `entity`'s hierarchy; keys are never reused.
     func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64>
     /// The last primary key handed out in `entity`'s hierarchy (0 when none was).
@@ -109,6 +124,18 @@ extension PersistentStore {
         var batch = RecordBatch(entity: description, capacity: limit)
         for record in try scan(entity: entity, after: primaryKey, limit: limit) { try batch.append(record) }
         return batch
+    }
+
+    /// Bridges to ``fetch(_:)``: a backend that implements only the record forms keeps working.
+    public func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
+        try RecordBatch.runs(of: fetch(request), batchSize: batchSize, in: model, body)
+    }
+
+    /// Bridges to ``save(_:)``: the batches' rows join the change set's inserted records.
+    public func save(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
+        var changes = changes
+        while let batch = try nextBatch() { changes.inserted += batch.records }
+        try save(changes)
     }
 
     /// Bridges to the record form of `bulkInsert`.

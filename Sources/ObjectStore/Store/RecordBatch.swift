@@ -79,6 +79,27 @@ public struct RecordBatch: Sendable {
     /// Every row as a record.
     public var records: [ObjectRecord] { (0..<count).map(record(at:)) }
 
+    /// Hands `records` to `body` as batches, in order: each batch holds consecutive records of one
+    /// entity of `model`, at most `batchSize` (at least 1).
+    /// - Throws: ``StoreError/Code/invalidChange`` for a record of no entity of `model` or one
+    ///   ``append(_:)`` refuses; whatever `body` throws.
+    public static func runs(of records: [ObjectRecord], batchSize: Int, in model: ManagedObjectModel,
+                            _ body: (RecordBatch) throws -> Void) throws {
+        let size = Swift.max(1, batchSize)
+        var batch: RecordBatch?
+        for record in records {
+            if batch == nil || batch!.entity.name != record.key.entity || batch!.count >= size {
+                if let full = batch { try body(full) }
+                guard let entity = model.entity(named: record.key.entity) else {
+                    throw StoreError(.invalidChange, "\(record.key): no entity named \(record.key.entity)")
+                }
+                batch = RecordBatch(entity: entity, capacity: Swift.min(size, records.count))
+            }
+            try batch!.append(record)
+        }
+        if let last = batch { try body(last) }
+    }
+
     /// Adds a record of exactly this entity.
     /// - Throws: ``StoreError/Code/invalidChange`` for another entity, a name that is no
     ///   stored attribute or to-one relationship, or to-many relationships (a batch has none).
