@@ -19,11 +19,7 @@ struct SQLiteWriter {
     func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
         // A stale change is a conflict first, then the model's rules (ChangeSet+Rules); the
         // database checks keys in use and targets.
-        try changes.checkVersions(storeID: storeID) { key in
-            guard let mapping = schema.entities[key.entity] else { return nil }
-            return try connection.statement("SELECT Z_OPT FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2")
-                .rows([.integer(key.primaryKey), .integer(Int64(mapping.number))]) { $0.int64(0) }.first
-        }
+        try checkVersions(changes)
         try changes.checkShape(model: model)
         let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }
@@ -60,6 +56,8 @@ struct SQLiteWriter {
     /// fails on the table's primary key, as a record's does). Rows with a to-one, and batches laid
     /// out by another model, join the change set as records and are checked and completed as such.
     func apply(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
+        // A stale change is a conflict before anything else, batches included.
+        try checkVersions(changes)
         var changes = changes
         while let batch = try nextBatch() {
             guard model.entity(named: batch.entity.name) === batch.entity else {
@@ -72,6 +70,15 @@ struct SQLiteWriter {
             try insert(batch, except: Set(linked))
         }
         try apply(changes)
+    }
+
+    /// ``ChangeSet/checkVersions(storeID:version:)`` against the rows' `Z_OPT`.
+    private func checkVersions(_ changes: ChangeSet) throws {
+        try changes.checkVersions(storeID: storeID) { key in
+            guard let mapping = schema.entities[key.entity] else { return nil }
+            return try connection.statement("SELECT Z_OPT FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2")
+                .rows([.integer(key.primaryKey), .integer(Int64(mapping.number))]) { $0.int64(0) }.first
+        }
     }
 
     private func description(_ key: ObjectKey, _ verb: String) throws -> (EntityDescription, SQLiteSchema.Entity) {
