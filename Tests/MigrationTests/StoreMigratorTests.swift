@@ -495,3 +495,76 @@ struct UniqueByTests {
         #expect(try MappingFormat.decode(MappingFormat.encode(mapping)).entityMappings.first?.uniqueBy == ["hex"])
     }
 }
+
+@Suite("Staged migration: a required attribute computed from others")
+struct StagedMigrationTests {
+    /// v1: first and last names. v2: fullName added, optional. v3: fullName required.
+    static func model(_ version: Int) -> ManagedObjectModel {
+        do {
+            return try ManagedObjectModel(versionIdentifiers: ["s\(version)"]) {
+                Entity("Person") {
+                    Attribute("first", .string)
+                    Attribute("last", .string)
+                    if version >= 2 { Attribute("fullName", .string, optional: version == 2) }
+                }
+            }
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    static let versions = try! ModelVersions(versions: (1...3).map { ModelVersions.Version(name: "s\($0)", model: model($0)) })
+    static let people = #"{"Person": [{"_id": "a", "first": "Ada", "last": "Lovelace"}, {"_id": "d", "first": "dup", "last": "x"}, {"_id": "g", "first": "Grace", "last": "Hopper"}]}"#
+
+    static let stages: [MigrationStage] = [
+        .custom(from: "s1", to: "s2", willMigrate: { context in
+            // At the source version: duplicates go before the step.
+            for person in try context.fetch(FetchRequest(entity: "Person")) where person["first"] == .string("dup") { context.delete(person) }
+            try context.save()
+        }, didMigrate: { context in
+            // At the destination version: the new attribute computed from the others.
+            for person in try context.fetch(FetchRequest(entity: "Person")) {
+                try person.set("fullName", .string("\(person["first", as: String.self] ?? "") \(person["last", as: String.self] ?? "")"))
+            }
+            try context.save()
+        }),
+        .lightweight(from: "s2", to: "s3"),
+    ]
+
+    @Test("the classic decomposition: add it optional and fill it (a custom stage), then make it required (a lightweight stage)",
+          arguments: StoreMigratorTests.durable)
+    func decomposition(_ backend: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("people", backend)
+        try makeStore(backend, at: url, model: Self.model(1), json: Self.people)
+        // Core Data's rules alone cannot infer s2 → s3.
+        #expect(throws: MigrationError.self) { try StoreMigrator(versions: Self.versions).plan(forStoreAt: url, type: Backends.type(backend)) }
+        let migrator = StoreMigrator(versions: Self.versions, stages: Self.stages)
+        let plan = try migrator.plan(forStoreAt: url, type: Backends.type(backend))
+        #expect(plan.steps.map(\.description) == ["s1 -> s2: willMigrate, then lightweight, then didMigrate", "s2 -> s3: lightweight"])
+        try migrator.migrateStore(at: url, type: Backends.type(backend))
+        let store = try Backends.type(backend).open(at: url, model: Self.model(3), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        #expect(Set(try store.fetch(FetchRequest(entity: "Person")).map { $0.attributes["fullName"] }) == [.string("Ada Lovelace"), .string("Grace Hopper")])
+        let left = try Set(workspace.snapshot().keys)
+        #expect(left.allSatisfy { !$0.hasPrefix(".") }, "\(left)")
+    }
+
+    @Test("a stage that leaves the attribute unfilled: the required step refuses, the original store is as it was")
+    func unfilled() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("people", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: Self.people)
+        let before = try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") }
+        let stages: [MigrationStage] = [.custom(from: "s1", to: "s2", didMigrate: { context in
+            let first = try context.fetch(FetchRequest(entity: "Person"))[0]
+            try first.set("fullName", .string("only one"))
+            try context.save()
+        }), .lightweight(from: "s2", to: "s3")]
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: Self.versions, stages: stages).migrateStore(at: url, type: Backends.type("sqlite"))
+        }
+        #expect(error.code == .validationFailed, "\(error)")
+        #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
+    }
+}

@@ -23,6 +23,10 @@ public enum MappingInference {
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// Lossless widenings become inferable: Integer 16 → 32 → 64, Float → Double, any number → String.
         public static let allowLosslessWidening = Options(rawValue: 1)
+        /// An attribute that becomes required without a default value is inferable: its values
+        /// are copied and every destination object is checked in phase 3 to have one (for a
+        /// migration whose earlier stage filled them; ``MigrationStage``).
+        public static let allowRequiringFilledAttributes = Options(rawValue: 2)
     }
 
     /// The inferred mapping from `source` to `destination`.
@@ -107,7 +111,7 @@ public enum MappingInference {
                         continue
                     }
                 }
-                if old.isOptional && !attribute.isOptional {
+                if old.isOptional && !attribute.isOptional && !(attribute.defaultValue == nil && options.contains(.allowRequiringFilledAttributes)) {
                     guard let value = attribute.defaultValue else {
                         blocking.append("\(place): changed from optional to required and has no default value")
                         continue

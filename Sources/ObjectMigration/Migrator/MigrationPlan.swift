@@ -32,9 +32,71 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
     public var kind: Kind
     /// The mapping it runs.
     public var mapping: MappingModel
+    /// The custom stage's closures around the step, when a stage declares them.
+    public var hooks: MigrationStage.Hooks?
 
-    /// `<source> -> <destination>: <kind>`, as `objectstore migrate` prints it.
-    public var description: String { "\(source) -> \(destination): \(kind)" }
+    /// `<source> -> <destination>: <kind>`, as `objectstore migrate` prints it, with the stage's
+    /// closures when it has them (`, then didMigrate`).
+    public var description: String {
+        var text = "\(source) -> \(destination): \(kind)"
+        if hooks?.willMigrate != nil { text = "\(source) -> \(destination): willMigrate, then \(kind)" }
+        if hooks?.didMigrate != nil { text += ", then didMigrate" }
+        return text
+    }
+}
+
+/// A migration written as stages, SwiftData's model in our terms: each stage takes the store from
+/// one version to the next, lightweight (the inferred mapping) or custom, with closures that get
+/// a context on the store at the stage's source version before it (`willMigrate`) and at its
+/// destination version after it (`didMigrate`).
+///
+/// A change that cannot be inferred — a required attribute computed from others — is three
+/// versions and two stages: add it optional (a custom stage whose `didMigrate` fills it), then
+/// make it required (a lightweight stage; each object is checked to have a value):
+///
+/// ```swift
+/// let stages: [MigrationStage] = [
+///     .custom(from: "v1", to: "v2", didMigrate: { context in
+///         for person in try context.fetch(FetchRequest(entity: "Person")) {
+///             try person.set("fullName", .string("\(person["first", as: String.self] ?? "") \(person["last", as: String.self] ?? "")"))
+///         }
+///         try context.save()
+///     }),
+///     .lightweight(from: "v2", to: "v3"),
+/// ]
+/// try StoreMigrator(versions: versions, stages: stages).migrateStore(at: url, type: SQLiteStoreType())
+/// ```
+///
+/// The closures work on an intermediate store, never on the original: it is still replaced
+/// only at the end, with everything the closures did.
+public enum MigrationStage: Sendable {
+    /// What a custom stage runs around its step.
+    public struct Hooks: Sendable {
+        /// Runs on a context of the store at the stage's source version, before the step.
+        public var willMigrate: (@Sendable (ObjectContext) throws -> Void)?
+        /// Runs on a context of the store at the stage's destination version, after the step.
+        public var didMigrate: (@Sendable (ObjectContext) throws -> Void)?
+    }
+
+    /// The inferred mapping from `from` to `to`; an attribute that becomes required without a
+    /// default is inferable here (every object is checked to have a value, as a stage before
+    /// filled it), which Core Data's rules alone refuse.
+    case lightweight(from: String, to: String)
+    /// The step from `from` to `to` (a mapping given for it, else the inferred one, as in a
+    /// lightweight stage), with closures before and after.
+    case custom(from: String, to: String, willMigrate: (@Sendable (ObjectContext) throws -> Void)? = nil,
+                didMigrate: (@Sendable (ObjectContext) throws -> Void)? = nil)
+
+    var versions: (from: String, to: String) {
+        switch self {
+        case .lightweight(let from, let to), .custom(let from, let to, _, _): (from, to)
+        }
+    }
+
+    var hooks: Hooks? {
+        guard case .custom(_, _, let willMigrate, let didMigrate) = self else { return nil }
+        return Hooks(willMigrate: willMigrate, didMigrate: didMigrate)
+    }
 }
 
 /// How a store gets from the version it was written with to a target version: the steps,

@@ -33,6 +33,8 @@ public final class StoreMigrator: Sendable {
     public let versions: ModelVersions
     /// The mappings given for steps.
     public let mappings: [StepMapping]
+    /// The stages declared for steps (``MigrationStage``): their closures, and lenient inference.
+    public let stages: [MigrationStage]
     /// Policies custom mappings name.
     public let policies: PolicyRegistry
     /// Inference options (lossless widening).
@@ -45,10 +47,11 @@ public final class StoreMigrator: Sendable {
     private let running = Mutex<MigrationManager?>(nil)
 
     /// Creates a migrator.
-    public init(versions: ModelVersions, mappings: [StepMapping] = [], policies: PolicyRegistry = .shared,
+    public init(versions: ModelVersions, mappings: [StepMapping] = [], stages: [MigrationStage] = [], policies: PolicyRegistry = .shared,
                 inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000) {
         self.versions = versions
         self.mappings = mappings
+        self.stages = stages
         self.policies = policies
         self.inference = inference
         self.infersMappings = infersMappings
@@ -128,9 +131,11 @@ public final class StoreMigrator: Sendable {
         var blocked: [String] = []
         var used: Set<String> = []
         for (source, next) in zip(chain, chain.dropFirst()) {
+            let stage = stages.first { $0.versions == (source.name, next.name) }
             if let given = mappings.first(where: { $0.fits(source, next) }) {
                 used.insert(given.name)
-                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .custom(given.name), mapping: given.mapping))
+                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .custom(given.name), mapping: given.mapping,
+                                           hooks: stage?.hooks))
                 continue
             }
             guard infersMappings else {
@@ -138,8 +143,10 @@ public final class StoreMigrator: Sendable {
                 continue
             }
             do {
-                let mapping = try MappingInference.inferredMapping(from: source.model, to: next.model, options: inference)
-                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .lightweight, mapping: mapping))
+                // A declared stage vouches for attributes an earlier stage filled.
+                let options = stage == nil ? inference : inference.union(.allowRequiringFilledAttributes)
+                let mapping = try MappingInference.inferredMapping(from: source.model, to: next.model, options: options)
+                steps.append(MigrationStep(source: source.name, destination: next.name, kind: .lightweight, mapping: mapping, hooks: stage?.hooks))
             } catch let error as InferenceError {
                 blocked.append("\(source.name) -> \(next.name): " + error.blockingChanges.joined(separator: "; "))
             }
@@ -149,7 +156,7 @@ public final class StoreMigrator: Sendable {
         }
         if let changer = type as? any SchemaChanging {
             let inPlace = steps.map { step in
-                step.kind == .lightweight
+                step.kind == .lightweight && step.hooks == nil
                     && changer.schemaChangeBlockers(from: try! versions.model(named: step.source), to: try! versions.model(named: step.destination)).isEmpty
             }
             // Before the first copy the steps would change the original itself: only when all can.
@@ -208,6 +215,12 @@ public final class StoreMigrator: Sendable {
         // The store the last copy step made (nil: none yet, the steps read the original).
         var latest: StagedStore?
         do {
+            // A stage's closures write to the store: to a copy of the original, never to the original itself.
+            if plan.steps.contains(where: { $0.hooks != nil }) {
+                let copy = try StagedStore(beside: url, verb: "migrating")
+                latest = copy
+                try FileManager.default.copyItem(at: main, to: copy.url)
+            }
             var index = 0
             while index < plan.steps.count {
                 let step = plan.steps[index]
@@ -230,6 +243,9 @@ public final class StoreMigrator: Sendable {
                     index += run.count
                     continue
                 }
+                if let willMigrate = step.hooks?.willMigrate, let latest {
+                    try Self.run(willMigrate, on: latest.url, type: type, model: try versions.model(named: step.source), step: step)
+                }
                 let staged = try StagedStore(beside: url, verb: "migrating")
                 let position = index
                 let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
@@ -248,6 +264,9 @@ public final class StoreMigrator: Sendable {
                 }
                 latest?.discard(type)
                 latest = staged
+                if let didMigrate = step.hooks?.didMigrate {
+                    try Self.run(didMigrate, on: staged.url, type: type, model: try versions.model(named: step.destination), step: step)
+                }
                 result.seconds.append(Date().timeIntervalSince(started))
                 index += 1
             }
@@ -264,6 +283,22 @@ public final class StoreMigrator: Sendable {
         } catch {
             latest?.discard(type)
             throw Self.storeFailure(url, error)
+        }
+    }
+
+    /// Runs a stage's closure on a context of the (intermediate) store at `url`, opened with `model`.
+    private static func run(_ body: @Sendable (ObjectContext) throws -> Void, on url: URL, type: any StoreType,
+                            model: ManagedObjectModel, step: MigrationStep) throws {
+        let store = try type.open(at: url, model: model, options: StoreOptions(createIfMissing: false))
+        defer { try? store.close() }
+        let coordinator = StoreCoordinator(model: model)
+        try coordinator.addStore(store)
+        do {
+            try body(ObjectContext(coordinator: coordinator))
+        } catch let error as MigrationError {
+            throw error
+        } catch {
+            throw MigrationError(.policy, "the stage \(step.source) -> \(step.destination) failed: \(error)", cause: error)
         }
     }
 
