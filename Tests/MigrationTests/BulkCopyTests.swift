@@ -36,10 +36,9 @@ func rawRows(_ url: URL) throws -> [String: [String]] {
     return tables
 }
 
-/// Migrates with the identity mapping, bulk copy allowed or not; returns whether the objects
-/// moved in batches: only the batch path reports phase 1 of an entity before its first object.
-@discardableResult
-func identityMigration(_ from: URL, to: URL, model: ManagedObjectModel, bulkCopy: Bool = true, source: (any PersistentStore)? = nil) throws -> Bool {
+/// Migrates with the identity mapping, bulk copy allowed or not; returns the progress it reported.
+func identityMigrationLog(_ from: URL, to: URL, model: ManagedObjectModel, bulkCopy: Bool = true,
+                          source: (any PersistentStore)? = nil) throws -> [MigrationProgress] {
     let log = Mutex<[MigrationProgress]>([])
     let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: bulkCopy) { progress in
         log.withLock { $0.append(progress) }
@@ -49,7 +48,20 @@ func identityMigration(_ from: URL, to: URL, model: ManagedObjectModel, bulkCopy
     } else {
         try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
     }
-    return log.withLock { $0 }.contains { $0.phase == .createObjects && $0.completed == 0 && $0.total > 0 }
+    return log.withLock { $0 }
+}
+
+/// Migrates with the identity mapping; returns whether the objects moved in batches: only the
+/// batch path reports phase 1 of an entity before its first object.
+@discardableResult
+func identityMigration(_ from: URL, to: URL, model: ManagedObjectModel, bulkCopy: Bool = true, source: (any PersistentStore)? = nil) throws -> Bool {
+    try identityMigrationLog(from, to: to, model: model, bulkCopy: bulkCopy, source: source)
+        .contains { $0.phase == .createObjects && $0.completed == 0 && $0.total > 0 }
+}
+
+/// Objects each entity mapping reported at the end of phase 1.
+func phaseOneCounts(_ log: [MigrationProgress]) -> [String: Int] {
+    Dictionary(log.filter { $0.phase == .createObjects }.map { ($0.mapping, $0.completed) }, uniquingKeysWith: max)
 }
 
 @Suite("Bulk copy inside SQLite")
@@ -104,11 +116,7 @@ struct BulkCopyTests {
         let model = StoreConformance.model
         let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
         try makeStore("sqlite", at: from, model: model, json: conformanceData)
-        let log = Mutex<[MigrationProgress]>([])
-        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model)) { progress in
-            log.withLock { $0.append(progress) }
-        }
-        try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+        let reported = phaseOneCounts(try identityMigrationLog(from, to: to, model: model))
         // The oracle: SQLite's own count of each entity's rows in the source, by its Z_ENT number.
         var db: OpaquePointer?
         #expect(sqlite3_open_v2(from.path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
@@ -119,7 +127,6 @@ struct BulkCopyTests {
             defer { sqlite3_finalize(statement) }
             return sqlite3_step(statement) == SQLITE_ROW ? Int(sqlite3_column_int64(statement, 0)) : -1
         }
-        let reported = Dictionary(log.withLock { $0 }.filter { $0.phase == .createObjects }.map { ($0.mapping, $0.completed) }, uniquingKeysWith: max)
         let expected: [String: (table: String, count: Int)] = [
             "Person": ("ZPERSON", 3), "Car": ("ZVEHICLE", 1), "SportsCar": ("ZVEHICLE", 1), "Truck": ("ZVEHICLE", 1), "Tag": ("ZTAG", 2),
         ]
@@ -161,12 +168,7 @@ struct BulkCopyTests {
         }
         func copy(bulk: Bool) throws -> (export: String, counts: [String: Int]) {
             let to = workspace.location("copy-\(bulk)", "sqlite")
-            let log = Mutex<[MigrationProgress]>([])
-            let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: bulk) { progress in
-                log.withLock { $0.append(progress) }
-            }
-            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
-            let counts = Dictionary(log.withLock { $0 }.filter { $0.phase == .createObjects }.map { ($0.mapping, $0.completed) }, uniquingKeysWith: max)
+            let counts = phaseOneCounts(try identityMigrationLog(from, to: to, model: model, bulkCopy: bulk))
             return (try export("sqlite", at: to, model: model), counts)
         }
         let (bulk, batches) = (try copy(bulk: true), try copy(bulk: false))
