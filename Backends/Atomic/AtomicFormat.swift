@@ -64,11 +64,16 @@ enum AtomicFormat {
             out.varint(UInt64(relationships.count))
             for relationship in relationships { out.string(relationship) }
             out.varint(UInt64(table.count))
-            // A packed row is copied as it is when it would be encoded to the same bytes.
-            let copied = table.packed.flatMap { $0.columns == columns && $0.relationships == relationships && $0.names == nameList ? $0 : nil }
+            // Packed rows are copied as they are when their shape is the file's, re-encoded otherwise.
+            let packed = table.packed
+            let plan = packed?.transcoding(to: PackedRows.Shape(columns: columns, relationships: relationships, names: nameList))
+            if let packed, let plan, plan.copies, table.isPackedOnly {
+                out.bytes(packed.bytes[packed.offsets.first!..<packed.offsets.last!])
+                continue
+            }
             for pk in table.order {
-                if let copied, table.rows[pk] == nil, let i = table.packedIndex(pk) {
-                    out.bytes(copied.encoded(at: i))
+                if let packed, let plan, table.rows[pk] == nil, let i = table.packedIndex(pk) {
+                    try packed.write(row: i, plan, into: &out)
                     continue
                 }
                 guard let row = try table.row(pk) else { continue }

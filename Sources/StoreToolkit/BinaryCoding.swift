@@ -9,7 +9,10 @@ public struct BinaryWriter {
     public init() {}
 
     /// The bytes written so far, as an array (no copy).
-    public private(set) var buffer: [UInt8] = []
+    public internal(set) var buffer: [UInt8] = []
+
+    /// How many bytes were written so far.
+    public var count: Int { buffer.count }
 
     /// The bytes written so far.
     public var data: Data {
@@ -21,6 +24,10 @@ public struct BinaryWriter {
     public mutating func reserveCapacity(_ count: Int) { buffer.reserveCapacity(count) }
 
     public mutating func bytes(_ bytes: Data) { buffer.append(contentsOf: bytes) }
+    /// Appends one byte.
+    public mutating func byte(_ byte: UInt8) { buffer.append(byte) }
+    /// Appends raw bytes (a run of already encoded ones).
+    public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) { buffer.append(contentsOf: bytes) }
     /// Appends raw bytes (a run of already encoded ones).
     public mutating func bytes(_ bytes: ArraySlice<UInt8>) { buffer.append(contentsOf: bytes) }
     public mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { buffer.append(contentsOf: $0) } }
