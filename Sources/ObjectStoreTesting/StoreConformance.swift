@@ -41,6 +41,7 @@ public struct StoreConformance: Sendable {
         case snapshotIsOneMoment
         case bulkInsert
         case batchesMatchRecords
+        case batchInsertsCheckAndComplete
         case reopen
         case readOnly
         case destroyAndReplace
@@ -101,6 +102,7 @@ public struct StoreConformance: Sendable {
         case .snapshotIsOneMoment: try snapshotIsOneMoment(scope)
         case .bulkInsert: try bulk(scope)
         case .batchesMatchRecords: try batches(scope)
+        case .batchInsertsCheckAndComplete: try batchInserts(scope)
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)

@@ -48,9 +48,16 @@ extension RecordTables {
                 // What is known of the targets' entity, found again only when it changes.
                 var entity: String? = nil
                 var member: Int? = nil, table: RecordTable? = nil, inverse: Relationship? = nil, backSlot: Int? = nil
+                // Claims through a to-one inverse, gathered for one target entity at a time.
+                var claimed: (claim: Claim, claims: Claims)? = nil
+                func gather() {
+                    if let (claim, list) = claimed { claims[claim, default: Claims()].add(list) }
+                    claimed = nil
+                }
                 for row in 0..<batch.count {
                     guard let target = batch.toOne[row * links + slot] else { continue }
                     if entity != target.entity {
+                        gather()
                         entity = target.entity
                         member = members.index[target.entity]
                         table = tables[target.entity]
@@ -66,7 +73,7 @@ extension RecordTables {
                     var backGiven = false
                     if let m = member, let targetRow, let backSlot, let back = members.batches[m][targetRow, toOne: backSlot] {
                         backGiven = true
-                        guard back == batch.key(at: row) else {
+                        guard back.primaryKey == batch.primaryKeys[row], back.entity == batch.entity.name else {
                             throw StoreError(.invalidChange, "the change set's sides disagree: \(batch.key(at: row)).\(relationship.name) names \(target), "
                                              + "but \(target).\(inverseName) does not name \(batch.key(at: row))")
                         }
@@ -74,9 +81,11 @@ extension RecordTables {
                     guard let inverse else { continue }
                     if !backGiven { completes = completes || checkingReferences }
                     if !inverse.isToMany {
-                        claims[Claim(entity: target.entity, inverse: inverseName), default: Claims()].add(target.primaryKey, batch: b, row: row)
+                        if claimed == nil { claimed = (Claim(entity: target.entity, inverse: inverseName), Claims()) }
+                        claimed!.claims.add(target.primaryKey, batch: b, row: row)
                     }
                 }
+                gather()
             }
         }
         // No object is claimed through a to-one inverse by two others.
@@ -207,6 +216,14 @@ private struct Claims {
         rows.append(row)
     }
 
+    mutating func add(_ other: Claims) {
+        if let last = keys.last, let first = other.keys.first, last >= first { ascending = false }
+        ascending = ascending && other.ascending
+        keys += other.keys
+        batches += other.batches
+        rows += other.rows
+    }
+
     /// Two claims on one object (their indexes), or nil.
     func twice() -> (Int, Int)? {
         guard !ascending else { return nil }
@@ -221,14 +238,12 @@ extension RecordBatch {
     /// record does not fit one (an unknown entity or name, a to-many relationship): those
     /// take the record path, which names what is wrong.
     static func grouping(_ records: [ObjectRecord], model: ManagedObjectModel) -> [RecordBatch]? {
-        var batches: [RecordBatch] = []
+        // Which batch each record goes to, and how many each gets.
+        var entities: [EntityDescription] = [], counts: [Int] = []
         var index: [String: Int] = [:]
-        // Each batch's slot names, and the slot of each position of the last record's dictionaries
-        // (records built alike list their names alike, so a guess is checked, not looked up).
-        var attributeNames: [[String]] = [], toOneNames: [[String]] = []
-        var attributeGuesses: [[Int]] = [], toOneGuesses: [[Int]] = []
+        var member = [Int](repeating: 0, count: records.count)
         var last: (entity: String, batch: Int)? = nil
-        for record in records {
+        for (i, record) in records.enumerated() {
             guard record.toMany.isEmpty else { return nil }
             let b: Int
             if let last, last.entity == record.key.entity {
@@ -237,40 +252,57 @@ extension RecordBatch {
                 b = known
             } else {
                 guard let entity = model.entity(named: record.key.entity) else { return nil }
-                b = batches.count
+                b = entities.count
                 index[entity.name] = b
-                batches.append(RecordBatch(entity: entity, capacity: records.count))
-                attributeNames.append(entity.layout.attributes.map(\.name))
-                toOneNames.append(entity.layout.toOne.map(\.name))
-                attributeGuesses.append([])
-                toOneGuesses.append([])
+                entities.append(entity)
+                counts.append(0)
             }
             last = (record.key.entity, b)
-            let layout = batches[b].layout
-            let row = batches[b].appendRow(primaryKey: record.key.primaryKey, version: record.version)
-            for (position, (name, value)) in record.attributes.enumerated() {
-                let slot: Int
-                if position < attributeGuesses[b].count, attributeNames[b][attributeGuesses[b][position]] == name {
-                    slot = attributeGuesses[b][position]
-                } else {
-                    guard let found = layout.attributeSlot(name) else { return nil }
-                    slot = found
-                    if position < attributeGuesses[b].count { attributeGuesses[b][position] = slot } else { attributeGuesses[b].append(slot) }
+            member[i] = b
+            counts[b] += 1
+        }
+        var batches: [RecordBatch] = []
+        for (b, entity) in entities.enumerated() {
+            var batch = RecordBatch(entity: entity)
+            let attributes = SlotNames(entity.layout.attributes.map(\.name)), toOnes = SlotNames(entity.layout.toOne.map(\.name))
+            let width = entity.layout.attributes.count, links = entity.layout.toOne.count
+            var fits = true
+            batch.appendRows(count: counts[b]) { primaryKeys, versions, values, toOne in
+                var row = 0
+                for (i, record) in records.enumerated() where member[i] == b {
+                    primaryKeys[row] = record.key.primaryKey
+                    versions[row] = record.version
+                    for (name, value) in record.attributes {
+                        guard let slot = attributes.slot(name) else { fits = false; return }
+                        values[row * width + slot] = value
+                    }
+                    for (name, target) in record.toOne {
+                        guard let slot = toOnes.slot(name) else { fits = false; return }
+                        toOne[row * links + slot] = target
+                    }
+                    row += 1
                 }
-                batches[b][row, attribute: slot] = value
             }
-            for (position, (name, target)) in record.toOne.enumerated() {
-                let slot: Int
-                if position < toOneGuesses[b].count, toOneNames[b][toOneGuesses[b][position]] == name {
-                    slot = toOneGuesses[b][position]
-                } else {
-                    guard let found = layout.toOneSlot(name) else { return nil }
-                    slot = found
-                    if position < toOneGuesses[b].count { toOneGuesses[b][position] = slot } else { toOneGuesses[b].append(slot) }
-                }
-                batches[b][row, toOne: slot] = target
-            }
+            guard fits else { return nil }
+            batches.append(batch)
         }
         return batches
+    }
+}
+
+/// Slot names found by name: a few compared one by one (short names compare as two words),
+/// more looked up.
+private struct SlotNames {
+    let names: [String]
+    let slots: [String: Int]?
+
+    init(_ names: [String]) {
+        self.names = names
+        slots = names.count > 8 ? Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a }) : nil
+    }
+
+    func slot(_ name: String) -> Int? {
+        if let slots { return slots[name] }
+        return names.firstIndex(of: name)
     }
 }

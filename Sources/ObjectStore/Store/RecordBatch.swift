@@ -137,10 +137,14 @@ public struct RecordBatch: Sendable {
         let width = layout.attributes.count, links = layout.toOne.count
         // Target entities already found to fit each to-one slot.
         var fitting = [Set<String>](repeating: [], count: links)
+        let attributes = layout.attributes
         for row in 0..<count {
-            try ContractRule.newKey(key(at: row))
-            for (slot, attribute) in layout.attributes.enumerated() {
-                if let value = values[row * width + slot] { try ContractRule.value(value, of: attribute, key(at: row)) }
+            if primaryKeys[row] < 1 { try ContractRule.newKey(key(at: row)) }
+            for slot in 0..<width {
+                // The key is built only for the message of a value that does not fit.
+                if let value = values[row * width + slot], !attributes[slot].type.accepts(value) {
+                    try ContractRule.value(value, of: attributes[slot], key(at: row))
+                }
             }
             for (slot, relationship) in layout.toOne.enumerated() {
                 guard let target = toOne[row * links + slot], !fitting[slot].contains(target.entity) else { continue }
