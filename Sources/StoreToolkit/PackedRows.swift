@@ -42,6 +42,38 @@ public struct PackedRows: Sendable {
         self.file = file
     }
 
+    /// Checks `rows` rows in `bytes` from `start` (no further than `end`) as the atomic reader
+    /// checks them (every value stepped over and checked, UTF-8, decimals and URIs included; every
+    /// name index below `names`); returns each row's primary key and offset, and the offset where
+    /// the last one ends.
+    /// - Throws: ``StoreError`` with code `corrupt` naming `file` and the byte offset.
+    public static func index(_ bytes: [UInt8], from start: Int, to end: Int, rows: Int, columns: Int, relationships: Int,
+                             names: Int, file: String) throws -> (keys: [Int64], offsets: [Int]) {
+        // A row takes at least two bytes and one per column and relationship.
+        let room = Swift.min(rows, (end - start) / (2 + columns + relationships) + 1)
+        var keys: [Int64] = [], offsets: [Int] = []
+        keys.reserveCapacity(room)
+        offsets.reserveCapacity(room + 1)
+        try bytes.withUnsafeBufferPointer { all in
+            var cursor = RowCursor(all, from: start, to: end, file: file)
+            for _ in 0..<rows {
+                offsets.append(cursor.at)
+                keys.append(try cursor.signed())
+                _ = try cursor.signed()
+                for _ in 0..<columns { try cursor.checkValue() }
+                for _ in 0..<relationships {
+                    let n = try cursor.count()
+                    for _ in 0..<Swift.max(0, n - 1) {
+                        _ = try cursor.name(below: names)
+                        _ = try cursor.signed()
+                    }
+                }
+            }
+            offsets.append(cursor.at)
+        }
+        return (keys, offsets)
+    }
+
     /// The index in ``keys`` of `pk`, or nil.
     public func index(of pk: Int64) -> Int? {
         guard let first = keys.first else { return nil }
@@ -463,6 +495,36 @@ struct RowCursor {
         case 3, 4, 8, 10: try skip(try length())
         case 9: try skip(16)
         case let tag: throw corrupt("unknown value tag \(tag)", at: from)
+        }
+    }
+
+    /// Steps over a value, checking it as ``BinaryReader/skipValue()`` does: strings are UTF-8,
+    /// decimals and URIs parse.
+    mutating func checkValue() throws {
+        let from = at
+        switch try byte() {
+        case 0, 5, 6: return
+        case 1: _ = try varint()
+        case 2, 7: try skip(8)
+        case 4:
+            let n = try length()
+            let utf8 = UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])
+            // ASCII a word at a time; anything else must come back from decoding unrepaired.
+            var ascii = true, i = 0
+            while i + 8 <= n {
+                if UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { ascii = false; break }
+                i += 8
+            }
+            if ascii { while i < n { if utf8[i] >= 0x80 { ascii = false; break }; i += 1 } }
+            guard ascii || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8) else {
+                throw corrupt("a string is not valid UTF-8", at: from + 1)
+            }
+            at += n
+        case 8: try skip(try length())
+        case 9: try skip(16)
+        default:
+            at = from
+            _ = try value()
         }
     }
 

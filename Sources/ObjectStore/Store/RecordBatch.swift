@@ -135,8 +135,9 @@ public struct RecordBatch: Sendable {
     public func checkInsertable(in model: ManagedObjectModel) throws {
         if entity.isAbstract { throw StoreError(.invalidChange, "cannot insert \(entity.name) objects: the entity is abstract") }
         let width = layout.attributes.count, links = layout.toOne.count
-        // Target entities already found to fit each to-one slot.
+        // Target entities already found to fit each to-one slot, and the last one found.
         var fitting = [Set<String>](repeating: [], count: links)
+        var lastFitting = [String?](repeating: nil, count: links)
         let attributes = layout.attributes
         for row in 0..<count {
             if primaryKeys[row] < 1 { try ContractRule.newKey(key(at: row)) }
@@ -147,9 +148,12 @@ public struct RecordBatch: Sendable {
                 }
             }
             for (slot, relationship) in layout.toOne.enumerated() {
-                guard let target = toOne[row * links + slot], !fitting[slot].contains(target.entity) else { continue }
-                try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
-                fitting[slot].insert(target.entity)
+                guard let target = toOne[row * links + slot], target.entity != lastFitting[slot] else { continue }
+                if !fitting[slot].contains(target.entity) {
+                    try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
+                    fitting[slot].insert(target.entity)
+                }
+                lastFitting[slot] = target.entity
             }
         }
     }
