@@ -19,7 +19,7 @@ public struct PackedRows: Sendable {
     /// The primary keys, ascending.
     public internal(set) var keys: [Int64]
     /// Where each row starts in ``bytes``, and, last, where the last row ends.
-    public internal(set) var offsets: [Int]
+    public internal(set) var offsets: RowOffsets
     /// The attribute names, in the order a row holds their values.
     public internal(set) var columns: [String]
     /// The relationship names, in the order a row holds their key lists.
@@ -31,6 +31,11 @@ public struct PackedRows: Sendable {
 
     /// Rows at `offsets` in `bytes` (one more offset than keys: the end of the last row).
     public init(bytes: [UInt8], keys: [Int64], offsets: [Int], columns: [String], relationships: [String], names: [String], file: String) {
+        self.init(bytes: bytes, keys: keys, offsets: RowOffsets(offsets), columns: columns, relationships: relationships, names: names, file: file)
+    }
+
+    /// Rows at `offsets` in `bytes` (one more offset than keys: the end of the last row).
+    public init(bytes: [UInt8], keys: [Int64], offsets: RowOffsets, columns: [String], relationships: [String], names: [String], file: String) {
         precondition(offsets.count == keys.count + 1, "one offset per row and one for the end")
         precondition(offsets.last! <= bytes.count, "rows within the bytes")
         self.bytes = bytes
@@ -48,10 +53,10 @@ public struct PackedRows: Sendable {
     /// the last one ends.
     /// - Throws: ``StoreError`` with code `corrupt` naming `file` and the byte offset.
     public static func index(_ bytes: [UInt8], from start: Int, to end: Int, rows: Int, columns: Int, relationships: Int,
-                             names: Int, file: String) throws -> (keys: [Int64], offsets: [Int]) {
+                             names: Int, file: String) throws -> (keys: [Int64], offsets: RowOffsets) {
         // A row takes at least two bytes and one per column and relationship.
         let room = Swift.min(rows, (end - start) / (2 + columns + relationships) + 1)
-        var keys: [Int64] = [], offsets: [Int] = []
+        var keys: [Int64] = [], offsets = RowOffsets(base: start)
         keys.reserveCapacity(room)
         offsets.reserveCapacity(room + 1)
         try bytes.withUnsafeBufferPointer { all in
@@ -234,7 +239,7 @@ extension PackedRows {
         let plan = transcoding(to: wanted)!   // a union holds every name these rows use
         var out = BinaryWriter()
         out.reserveCapacity(offsets.last! - offsets.first! + keys.count * (wanted == shape ? 0 : 4))
-        var moved: [Int] = []
+        var moved = RowOffsets(base: 0)
         moved.reserveCapacity(offsets.count)
         for index in keys.indices {
             moved.append(out.count)
@@ -355,6 +360,47 @@ extension PackedRows {
                 }
             }
         }
+    }
+}
+
+/// Where rows start in their bytes: 4 bytes a row from a base while the rows span less
+/// than 4 GiB (a table's rows always have, short of a file that large), 8 otherwise.
+public struct RowOffsets: RandomAccessCollection, Sendable {
+    private var base: Int
+    private var narrow: [UInt32] = []
+    private var wide: [Int]? = nil
+
+    /// No offsets; those appended are kept from `base`.
+    public init(base: Int) { self.base = base }
+
+    /// These offsets.
+    public init(_ offsets: [Int]) {
+        self.init(base: offsets.min() ?? 0)
+        reserveCapacity(offsets.count)
+        for offset in offsets { append(offset) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { wide?.count ?? narrow.count }
+
+    public subscript(index: Int) -> Int {
+        if let wide { return wide[index] }
+        return base + Int(narrow[index])
+    }
+
+    /// Makes room for `count` offsets in all.
+    public mutating func reserveCapacity(_ count: Int) {
+        if wide != nil { wide!.reserveCapacity(count) } else { narrow.reserveCapacity(count) }
+    }
+
+    /// Adds an offset.
+    public mutating func append(_ offset: Int) {
+        if wide == nil, offset >= base, let narrowed = UInt32(exactly: offset - base) { return narrow.append(narrowed) }
+        if wide == nil {
+            wide = narrow.map { base + Int($0) }
+            narrow = []
+        }
+        wide!.append(offset)
     }
 }
 
