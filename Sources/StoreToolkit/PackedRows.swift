@@ -80,18 +80,7 @@ public struct PackedRows: Sendable {
     }
 
     /// The index in ``keys`` of `pk`, or nil.
-    public func index(of pk: Int64) -> Int? {
-        guard let first = keys.first else { return nil }
-        // Keys without gaps (1, 2, 3…: the usual table) are found at once.
-        let (guess, overflow) = pk.subtractingReportingOverflow(first)
-        if !overflow, guess >= 0, guess < Int64(keys.count), keys[Int(guess)] == pk { return Int(guess) }
-        var (low, high) = (0, keys.count)
-        while low < high {
-            let mid = (low + high) / 2
-            if keys[mid] < pk { low = mid + 1 } else { high = mid }
-        }
-        return low < keys.count && keys[low] == pk ? low : nil
-    }
+    public func index(of pk: Int64) -> Int? { keys.ascendingIndex(of: pk) }
 
     /// The encoded bytes of row `index`.
     public func encoded(at index: Int) -> ArraySlice<UInt8> { bytes[offsets[index]..<offsets[index + 1]] }
@@ -141,7 +130,7 @@ public struct PackedRows: Sendable {
                     versions[row] = try cursor.signed()
                     let base = row * width
                     for slot in attributeSlots {
-                        if let slot { values[base + slot] = try cursor.value() } else { try cursor.skipValue() }
+                        if let slot { values[base + slot] = try cursor.value() } else { try cursor.checkValue() }
                     }
                     for (r, slot) in toOneSlots.enumerated() {
                         let n = try cursor.count()
@@ -322,7 +311,7 @@ extension PackedRows {
             _ = try cursor.signed()
             _ = try cursor.signed()
             if plan.copiesValues {
-                for _ in columns { try cursor.skipValue() }
+                for _ in columns { try cursor.checkValue() }
                 out.bytes(UnsafeBufferPointer(rebasing: all[start..<cursor.at]))
             } else {
                 let head = cursor.at
@@ -331,7 +320,7 @@ extension PackedRows {
                 values.reserveCapacity(columns.count)
                 for _ in columns {
                     let from = cursor.at
-                    try cursor.skipValue()
+                    try cursor.checkValue()
                     values.append(from..<cursor.at)
                 }
                 for source in plan.columns {
@@ -360,6 +349,22 @@ extension PackedRows {
                 }
             }
         }
+    }
+}
+
+extension [Int64] {
+    /// The index of `pk` in these ascending keys, or nil: found at once where the keys have no
+    /// gaps (1, 2, 3…: the usual table), by bisection otherwise.
+    func ascendingIndex(of pk: Int64) -> Int? {
+        guard let first else { return nil }
+        let (guess, overflow) = pk.subtractingReportingOverflow(first)
+        if !overflow, guess >= 0, guess < Int64(count), self[Int(guess)] == pk { return Int(guess) }
+        var (low, high) = (0, count)
+        while low < high {
+            let mid = (low + high) / 2
+            if self[mid] < pk { low = mid + 1 } else { high = mid }
+        }
+        return low < count && self[low] == pk ? low : nil
     }
 }
 
@@ -404,9 +409,9 @@ public struct RowOffsets: RandomAccessCollection, Sendable {
     }
 }
 
-/// Reads one encoded row in place: the decoding half of ``BinaryReader`` over a buffer the
-/// caller holds, every bound checked. Strings are not checked for UTF-8 again (the rows were
-/// when they were indexed; anything else would be repaired, never read out of bounds).
+/// Reads encoded values in place over a buffer the caller holds, every bound checked: what
+/// ``BinaryReader`` reads values with. Decoding rows, strings are not checked for UTF-8 again
+/// (the rows were when they were indexed; anything else would be repaired, never read out of bounds).
 struct RowCursor {
     let bytes: UnsafeBufferPointer<UInt8>
     var at: Int
@@ -496,23 +501,39 @@ struct RowCursor {
         return Int(i)
     }
 
-    @inline(__always) mutating func string() throws -> String {
+    /// A string; with `validating`, one that is not UTF-8 is an error (otherwise it is repaired).
+    @inline(__always) mutating func string(validating: Bool = false) throws -> String {
+        let from = at
         let n = try length()
-        defer { at += n }
-        return String(decoding: UnsafeBufferPointer(rebasing: bytes[at..<(at + n)]), as: UTF8.self)
+        let utf8 = UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])
+        if validating, !Self.isUTF8(utf8) { throw corrupt("a string is not valid UTF-8", at: from) }
+        at += n
+        return String(decoding: utf8, as: UTF8.self)
     }
 
-    mutating func value() throws -> Value? {
+    /// Whether `utf8` is UTF-8: ASCII a word at a time, anything else must come back from decoding unrepaired.
+    static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i + 8 <= utf8.count {
+            if UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+            i += 8
+        }
+        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
+        return i == utf8.count || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8)
+    }
+
+    /// A value (see ``BinaryReader/value()``); with `validating`, strings are checked for UTF-8.
+    mutating func value(validating: Bool = false) throws -> Value? {
         let from = at
         switch try byte() {
         case 0: return nil
         case 1: return .integer(try signed())
         case 2: return .double(Double(bitPattern: try fixed64()))
         case 3:
-            let text = try string()
+            let text = try string(validating: validating)
             guard let d = ValueText.decimal(text) else { throw corrupt("bad decimal \(text)", at: from) }
             return .decimal(d)
-        case 4: return .string(try string())
+        case 4: return .string(try string(validating: validating))
         case 5: return .boolean(false)
         case 6: return .boolean(true)
         case 7: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed64())))
@@ -524,22 +545,9 @@ struct RowCursor {
             try skip(16)
             return .uuid(UUID(uuid: UnsafeRawPointer(bytes.baseAddress! + at - 16).loadUnaligned(as: uuid_t.self)))
         case 10:
-            let text = try string()
+            let text = try string(validating: validating)
             guard let url = ValueText.uri(text) else { throw corrupt("bad URI \(text)", at: from) }
             return .uri(url)
-        case let tag: throw corrupt("unknown value tag \(tag)", at: from)
-        }
-    }
-
-    /// Steps over a value without building it.
-    mutating func skipValue() throws {
-        let from = at
-        switch try byte() {
-        case 0, 5, 6: return
-        case 1: _ = try varint()
-        case 2, 7: try skip(8)
-        case 3, 4, 8, 10: try skip(try length())
-        case 9: try skip(16)
         case let tag: throw corrupt("unknown value tag \(tag)", at: from)
         }
     }
@@ -554,23 +562,13 @@ struct RowCursor {
         case 2, 7: try skip(8)
         case 4:
             let n = try length()
-            let utf8 = UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])
-            // ASCII a word at a time; anything else must come back from decoding unrepaired.
-            var ascii = true, i = 0
-            while i + 8 <= n {
-                if UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { ascii = false; break }
-                i += 8
-            }
-            if ascii { while i < n { if utf8[i] >= 0x80 { ascii = false; break }; i += 1 } }
-            guard ascii || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8) else {
-                throw corrupt("a string is not valid UTF-8", at: from + 1)
-            }
+            guard Self.isUTF8(UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])) else { throw corrupt("a string is not valid UTF-8", at: from + 1) }
             at += n
         case 8: try skip(try length())
         case 9: try skip(16)
         default:
             at = from
-            _ = try value()
+            _ = try value(validating: true)
         }
     }
 

@@ -176,7 +176,7 @@ private struct BatchMembers {
     /// The row of batch `b` with primary key `pk`, or nil.
     func row(of pk: Int64, in b: Int) -> Int? {
         let keys = batches[b].primaryKeys
-        guard let first = keys.first else { return nil }
+        guard !keys.isEmpty else { return nil }
         if let order = sorted[b] {
             var (low, high) = (0, order.count)
             while low < high {
@@ -185,14 +185,7 @@ private struct BatchMembers {
             }
             return low < order.count && keys[order[low]] == pk ? order[low] : nil
         }
-        let (guess, overflow) = pk.subtractingReportingOverflow(first)
-        if !overflow, guess >= 0, guess < Int64(keys.count), keys[Int(guess)] == pk { return Int(guess) }
-        var (low, high) = (0, keys.count)
-        while low < high {
-            let mid = (low + high) / 2
-            if keys[mid] < pk { low = mid + 1 } else { high = mid }
-        }
-        return low < keys.count && keys[low] == pk ? low : nil
+        return keys.ascendingIndex(of: pk)
     }
 }
 
