@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(
             name: "AtomicStoreTests",
             dependencies: [
-                "ObjectModel", "ObjectStore", "AtomicStore", "ObjectStoreTesting",
+                "ObjectModel", "ObjectStore", "AtomicStore", "ObjectStoreTesting", "StoreToolkit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

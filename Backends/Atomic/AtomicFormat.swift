@@ -17,9 +17,13 @@ enum AtomicFormat {
 
     // MARK: Writing
 
-    static func encode(_ tables: RecordTables) throws -> [UInt8] {
+    /// The whole file as runs of bytes to write one after another: the parts it encodes and,
+    /// between them, tables of packed rows in the file's shape as the bytes they lie in (not
+    /// copied), the checksum last.
+    static func encodeParts(_ tables: RecordTables) throws -> [ArraySlice<UInt8>] {
+        var parts: [ArraySlice<UInt8>] = []
         var out = BinaryWriter()
-        out.reserveCapacity(tables.tables.values.reduce(4_096) { $0 + ($1.packed.map { $0.offsets.last! - $0.offsets.first! } ?? 0) + $1.rows.count * 64 })
+        out.reserveCapacity(tables.tables.values.reduce(4_096) { $0 + ($1.isPackedOnly ? 64 : ($1.packed.map { $0.offsets.last! - $0.offsets.first! } ?? 0) + $1.rows.count * 64) })
         out.bytes(magic)
         out.fixed(version)
         out.fixed(UInt16(0))       // flags
@@ -64,11 +68,18 @@ enum AtomicFormat {
             out.varint(UInt64(relationships.count))
             for relationship in relationships { out.string(relationship) }
             out.varint(UInt64(table.count))
-            // A packed row is copied as it is when it would be encoded to the same bytes.
-            let copied = table.packed.flatMap { $0.columns == columns && $0.relationships == relationships && $0.names == nameList ? $0 : nil }
+            // Packed rows are copied as they are when their shape is the file's, re-encoded otherwise.
+            let packed = table.packed
+            let plan = packed?.transcoding(to: PackedRows.Shape(columns: columns, relationships: relationships, names: nameList))
+            if let packed, let plan, plan.copies, table.isPackedOnly {
+                parts.append(out.buffer[...])
+                parts.append(packed.bytes[packed.offsets.first!..<packed.offsets.last!])
+                out = BinaryWriter()
+                continue
+            }
             for pk in table.order {
-                if let copied, table.rows[pk] == nil, let i = table.packedIndex(pk) {
-                    out.bytes(copied.encoded(at: i))
+                if let packed, let plan, table.rows[pk] == nil, let i = table.packedIndex(pk) {
+                    try packed.write(row: i, plan, into: &out)
                     continue
                 }
                 guard let row = try table.row(pk) else { continue }
@@ -86,16 +97,26 @@ enum AtomicFormat {
                 }
             }
         }
-        return seal(out.buffer)
+        parts.append(out.buffer[...])
+        return seal(parts)
     }
 
     /// Completes a header and body: writes the total length into the header and appends the checksum.
     static func seal(_ unsealed: [UInt8]) -> [UInt8] {
-        var bytes = unsealed
-        let total = UInt64(bytes.count + checksumSize)
-        withUnsafeBytes(of: total.littleEndian) { bytes.replaceSubrange(16..<24, with: $0) }
-        bytes.append(contentsOf: SHA256.hash(data: bytes))
-        return bytes
+        Array(seal([unsealed[...]]).joined())
+    }
+
+    /// Completes a header and body given in parts (the header in the first): writes the total
+    /// length into the header and adds the checksum as a last part.
+    static func seal(_ unsealed: [ArraySlice<UInt8>]) -> [ArraySlice<UInt8>] {
+        var parts = unsealed
+        let total = UInt64(parts.reduce(checksumSize) { $0 + $1.count })
+        let start = parts[0].startIndex
+        withUnsafeBytes(of: total.littleEndian) { parts[0].replaceSubrange((start + 16)..<(start + 24), with: $0) }
+        var hash = SHA256()
+        for part in parts { part.withUnsafeBytes { hash.update(bufferPointer: $0) } }
+        parts.append(Array(hash.finalize())[...])
+        return parts
     }
 
     // MARK: Reading
@@ -164,32 +185,14 @@ enum AtomicFormat {
             var relationships: [String] = []
             for _ in 0..<(try reader.count()) { relationships.append(try reader.string()) }
             let rowCount = try reader.count()
-            // A row takes at least two bytes and one per column and relationship.
-            let room = Swift.min(rowCount, (reader.end - reader.offset) / (2 + columns.count + relationships.count) + 1)
-            var keys: [Int64] = [], offsets: [Int] = []
-            keys.reserveCapacity(room)
-            offsets.reserveCapacity(room + 1)
+            let (keys, offsets) = try PackedRows.index(data, from: reader.offset, to: reader.end, rows: rowCount, columns: columns.count,
+                                                       relationships: relationships.count, names: names.count, file: file)
+            reader.offset = offsets.last!
             var ascending = true
-            for _ in 0..<rowCount {
-                let at = reader.offset
-                let pk = try reader.signed()
-                _ = try reader.signed()
-                for _ in columns { try reader.skipValue() }
-                for _ in relationships {
-                    let n = try reader.count()
-                    for _ in 0..<Swift.max(0, n - 1) {
-                        _ = try nameIndex(&reader)
-                        _ = try reader.signed()
-                    }
-                }
-                if let last = keys.last, last >= pk {
-                    if last == pk { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: at) }
-                    ascending = false
-                }
-                keys.append(pk)
-                offsets.append(at)
+            for (i, (a, b)) in zip(keys, keys.dropFirst()).enumerated() where a >= b {
+                if a == b { throw reader.corrupt("primary key \(b) appears twice in \(entity)", at: offsets[i + 1]) }
+                ascending = false
             }
-            offsets.append(reader.offset)
             let packed = PackedRows(bytes: data, keys: keys, offsets: offsets, columns: columns,
                                     relationships: relationships, names: names, file: file)
             tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, reader: reader), for: entity)

@@ -88,9 +88,9 @@ public struct AtomicStoreType: StoreType {
     }
 
     static func write(_ tables: RecordTables, to url: URL, fileSystem: any AtomicFileSystem) throws {
-        let bytes = try AtomicFormat.encode(tables)
+        let parts = try AtomicFormat.encodeParts(tables)
         do {
-            try fileSystem.replaceAtomically(url.path, temporary: temporaryURL(url).path, with: bytes)
+            try fileSystem.replaceAtomically(url.path, temporary: temporaryURL(url).path, with: parts)
         } catch let error as FileSystemError {
             throw StoreError(.io, "cannot save: \(error)", url: url, cause: error)
         }

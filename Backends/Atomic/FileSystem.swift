@@ -96,16 +96,16 @@ public struct SystemFileSystem: AtomicFileSystem {
 }
 
 extension AtomicFileSystem {
-    /// Replaces the file at `path` with `data`: write a temporary file beside it (with
+    /// Replaces the file at `path` with `parts`, one after another: write a temporary file beside it (with
     /// the old file's permission bits and, where the process may, its owner), fsync it,
     /// rename it over `path`, fsync the directory. A failure at any step leaves the old
     /// file as it was and removes the temporary file.
-    func replaceAtomically(_ path: String, temporary: String, with data: [UInt8]) throws {
+    func replaceAtomically(_ path: String, temporary: String, with parts: [ArraySlice<UInt8>]) throws {
         let kept = FileOperations.attributes(URL(filePath: path))
         let fd = try createFile(temporary, mode: kept?.mode ?? 0o644)
         if let kept { try? FileOperations.apply(kept, to: URL(filePath: temporary)) }
         do {
-            try data.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
+            for part in parts { try part.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
             try synchronize(fd, path: temporary)
         } catch {
             try? closeFile(fd, path: temporary)

@@ -42,6 +42,7 @@ public struct StoreConformance: Sendable {
         case bulkInsert
         case batchesMatchRecords
         case batchFetchAndSaveMatchRecords
+        case batchInsertsCheckAndComplete
         case reopen
         case readOnly
         case destroyAndReplace
@@ -103,6 +104,7 @@ public struct StoreConformance: Sendable {
         case .bulkInsert: try bulk(scope)
         case .batchesMatchRecords: try batches(scope)
         case .batchFetchAndSaveMatchRecords: try batchForms(scope)
+        case .batchInsertsCheckAndComplete: try batchInserts(scope)
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)

@@ -9,7 +9,10 @@ public struct BinaryWriter {
     public init() {}
 
     /// The bytes written so far, as an array (no copy).
-    public private(set) var buffer: [UInt8] = []
+    public internal(set) var buffer: [UInt8] = []
+
+    /// How many bytes were written so far.
+    public var count: Int { buffer.count }
 
     /// The bytes written so far.
     public var data: Data {
@@ -21,6 +24,10 @@ public struct BinaryWriter {
     public mutating func reserveCapacity(_ count: Int) { buffer.reserveCapacity(count) }
 
     public mutating func bytes(_ bytes: Data) { buffer.append(contentsOf: bytes) }
+    /// Appends one byte.
+    public mutating func byte(_ byte: UInt8) { buffer.append(byte) }
+    /// Appends raw bytes (a run of already encoded ones).
+    public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) { buffer.append(contentsOf: bytes) }
     /// Appends raw bytes (a run of already encoded ones).
     public mutating func bytes(_ bytes: ArraySlice<UInt8>) { buffer.append(contentsOf: bytes) }
     public mutating func fixed<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { buffer.append(contentsOf: $0) } }
@@ -115,20 +122,7 @@ public struct BinaryReader {
     }
 
     public mutating func varint() throws -> UInt64 {
-        let start = offset
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < end {
-            let b = storage[offset]
-            offset += 1
-            if shift == 63 && b > 1 { throw corrupt("varint overflows 64 bits", at: start) }
-            result |= UInt64(b & 0x7f) << shift
-            if b & 0x80 == 0 { return result }
-            shift += 7
-            if shift > 63 { throw corrupt("varint longer than 10 bytes", at: start) }
-        }
-        try need(1)
-        return result
+        try cursor { try $0.varint() }
     }
 
     public mutating func signed() throws -> Int64 {
@@ -153,75 +147,26 @@ public struct BinaryReader {
     }
 
     public mutating func string() throws -> String {
-        let at = offset
-        let n = try length()
-        let start = offset
-        offset += n
-        // String(decoding:) repairs what is not UTF-8: the bytes are valid when nothing was repaired.
-        let s: String? = storage.withUnsafeBufferPointer { all in
-            let utf8 = UnsafeBufferPointer(rebasing: all[start..<(start + n)])
-            let s = String(decoding: utf8, as: UTF8.self)
-            return utf8.allSatisfy { $0 < 0x80 } || s.utf8.elementsEqual(utf8) ? s : nil
-        }
-        guard let s else { throw corrupt("a string is not valid UTF-8", at: at) }
-        return s
-    }
-
-    /// Steps over a string, checking that it is UTF-8 as ``string()`` does, without building it.
-    public mutating func skipString() throws {
-        let at = offset
-        let n = try length()
-        let start = offset
-        offset += n
-        let valid = storage.withUnsafeBufferPointer { all in
-            let utf8 = UnsafeBufferPointer(rebasing: all[start..<(start + n)])
-            return utf8.allSatisfy { $0 < 0x80 } || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8)
-        }
-        guard valid else { throw corrupt("a string is not valid UTF-8", at: at) }
+        try cursor { try $0.string(validating: true) }
     }
 
     public mutating func value() throws -> Value? {
-        let at = offset
-        switch try byte() {
-        case 0: return nil
-        case 1: return .integer(try signed())
-        case 2: return .double(Double(bitPattern: try fixed()))
-        case 3:
-            let text = try string()
-            guard let d = ValueText.decimal(text) else { throw corrupt("bad decimal \(text)", at: at) }
-            return .decimal(d)
-        case 4: return .string(try string())
-        case 5: return .boolean(false)
-        case 6: return .boolean(true)
-        case 7: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed())))
-        case 8: return .data(try bytes(try length()))
-        case 9:
-            try need(16)
-            let start = offset
-            offset += 16
-            return .uuid(storage.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: start, as: uuid_t.self)) })
-        case 10:
-            let text = try string()
-            guard let url = ValueText.uri(text) else { throw corrupt("bad URI \(text)", at: at) }
-            return .uri(url)
-        case let tag: throw corrupt("unknown value tag \(tag)", at: at)
-        }
+        try cursor { try $0.value(validating: true) }
     }
 
     /// Steps over a value, checking it as ``value()`` does, without building it (except a
     /// decimal's or a URI's text, which it parses to check).
     public mutating func skipValue() throws {
-        let at = offset
-        switch try byte() {
-        case 0, 5, 6: return
-        case 1: _ = try varint()
-        case 2, 7: try skip(8)
-        case 4: try skipString()
-        case 8: try skip(try length())
-        case 9: try skip(16)
-        default:
-            offset = at
-            _ = try value()
+        try cursor { try $0.checkValue() }
+    }
+
+    /// Runs `body` with a cursor at the next byte, then moves past what it read.
+    private mutating func cursor<T>(_ body: (inout RowCursor) throws -> T) throws -> T {
+        let (result, at) = try storage.withUnsafeBufferPointer { all in
+            var cursor = RowCursor(all, from: offset, to: end, file: file)
+            return (try body(&cursor), cursor.at)
         }
+        offset = at
+        return result
     }
 }

@@ -83,26 +83,49 @@ extension RecordTables {
         let start = primaryKey.map { table.firstIndex(after: $0) } ?? 0
         let end = start + Swift.min(limit, table.order.count - start)
         guard start < end else { return batch }
-        let packedSlots = table.packed.map { packed in
-            (packed.columns.map { layout.attributeSlot($0) }, packed.relationships.map { layout.toOneSlot($0) })
-        }
-        for pk in table.order[start..<end] {
-            if let packed = table.packed, let packedSlots, table.rows[pk] == nil, let index = table.packedIndex(pk) {
-                try packed.decode(at: index, into: &batch, attributeSlots: packedSlots.0, toOneSlots: packedSlots.1, exists: exists)
-                continue
+        // Runs of packed rows decode straight into the batch, a run at a time.
+        if let packed = table.packed {
+            let attributeSlots = packed.columns.map { layout.attributeSlot($0) }
+            let toOneSlots = packed.relationships.map { layout.toOneSlot($0) }
+            let targets = packed.names.map { tables[$0] }
+            let exists = { (name: Int, pk: Int64) in targets[name]?.contains(pk) ?? false }
+            if table.isPackedOnly {
+                try packed.decode(rows: start..<end, into: &batch, attributeSlots: attributeSlots, toOneSlots: toOneSlots, exists: exists)
+                return batch
             }
-            guard let row = try table.row(pk) else { continue }
-            let r = batch.appendRow(primaryKey: pk, version: row.version)
-            for (slot, attribute) in layout.attributes.enumerated() { batch[r, attribute: slot] = row.attributes[attribute.name] }
-            for (slot, relationship) in layout.toOne.enumerated() {
-                guard let targets = row.relationships[relationship.name] else { continue }
-                guard targets.count <= 1 else {
-                    throw StoreError(.corrupt, "\(ObjectKey(entity.name, pk)).\(relationship.name) is a to-one but holds \(targets.count) objects")
+            var run: Range<Int>? = nil
+            func flush() throws {
+                if let rows = run { try packed.decode(rows: rows, into: &batch, attributeSlots: attributeSlots, toOneSlots: toOneSlots, exists: exists) }
+                run = nil
+            }
+            for pk in table.order[start..<end] {
+                if table.rows[pk] == nil, let index = table.packedIndex(pk) {
+                    if let rows = run, rows.upperBound == index { run = rows.lowerBound..<(index + 1) } else { try flush(); run = index..<(index + 1) }
+                    continue
                 }
-                if let target = targets.first, exists(target) { batch[r, toOne: slot] = target }
+                try flush()
+                try append(pk, try table.row(pk), to: &batch)
             }
+            try flush()
+        } else {
+            for pk in table.order[start..<end] { try append(pk, try table.row(pk), to: &batch) }
         }
         return batch
+    }
+
+    /// Adds a decoded row to a batch, to-ones whose target no longer exists left out.
+    private func append(_ pk: Int64, _ row: StoredRow?, to batch: inout RecordBatch) throws {
+        guard let row else { return }
+        let layout = batch.layout
+        let r = batch.appendRow(primaryKey: pk, version: row.version)
+        for (slot, attribute) in layout.attributes.enumerated() { batch[r, attribute: slot] = row.attributes[attribute.name] }
+        for (slot, relationship) in layout.toOne.enumerated() {
+            guard let targets = row.relationships[relationship.name] else { continue }
+            guard targets.count <= 1 else {
+                throw StoreError(.corrupt, "\(ObjectKey(batch.entity.name, pk)).\(relationship.name) is a to-one but holds \(targets.count) objects")
+            }
+            if let target = targets.first, exists(target) { batch[r, toOne: slot] = target }
+        }
     }
 
     /// Reserves `count` keys in `entity`'s hierarchy.

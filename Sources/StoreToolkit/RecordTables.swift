@@ -59,9 +59,12 @@ public struct RecordTable: Sendable {
 
     /// Whether a row with `pk` exists (without decoding it).
     public func contains(_ pk: Int64) -> Bool {
-        if rows[pk] != nil { return true }
+        if !rows.isEmpty, rows[pk] != nil { return true }
         return packedIndex(pk) != nil
     }
+
+    /// Whether every row is a packed one, in key order (none written or deleted since).
+    public var isPackedOnly: Bool { packed != nil && rows.isEmpty && deletedPacked.isEmpty }
 
     /// The index in ``packed`` of the live packed row `pk` (nil when written or deleted since, or never packed).
     public func packedIndex(_ pk: Int64) -> Int? {
@@ -88,6 +91,45 @@ public struct RecordTable: Sendable {
         } else {
             order.append(pk)
         }
+    }
+
+    /// Whether `batch`'s rows can join the packed rows: keys strictly ascending, above every key here.
+    func canPack(_ batch: RecordBatch) -> Bool {
+        guard let first = batch.primaryKeys.first, order.last.map({ $0 < first }) ?? true else { return false }
+        return zip(batch.primaryKeys, batch.primaryKeys.dropFirst()).allSatisfy { $0 < $1 }
+    }
+
+    /// Readies the packed rows to take `batch`'s (``PackedRows/prepare(for:)``): every row
+    /// keeps its meaning, so a failure changes nothing.
+    /// - Throws: ``StoreError`` with code `corrupt` for a packed row that does not decode.
+    mutating func prepare(for batch: RecordBatch) throws {
+        guard packed != nil, canPack(batch) else { return }
+        try packed!.prepare(for: batch)
+    }
+
+    /// Adds the rows of `batch`, none of whose keys is here: encoded after the packed rows when
+    /// they can join them (readied by ``prepare(for:)``), as decoded rows otherwise.
+    mutating func insert(_ batch: RecordBatch, file: String) {
+        guard canPack(batch) else {
+            for row in 0..<batch.count { insert(batch.primaryKeys[row], batch.storedRow(row)) }
+            return
+        }
+        guard var appended = packed else {
+            packed = PackedRows(batch: batch, file: file)
+            if order.isEmpty { order = packed!.keys } else { order.append(contentsOf: batch.primaryKeys) }
+            return
+        }
+        guard appended.ownsBytes, appended.shape.union(PackedRows.shape(of: batch)) == appended.shape else {
+            for row in 0..<batch.count { insert(batch.primaryKeys[row], batch.storedRow(row)) }
+            return
+        }
+        // Appended in place: the table lets go of its references to the bytes and keys first.
+        let sharesKeys = isPackedOnly
+        packed = nil
+        if sharesKeys { order = [] }
+        appended.append(encoding: batch)
+        if sharesKeys { order = appended.keys } else { order.append(contentsOf: batch.primaryKeys) }
+        packed = appended
     }
 
     mutating func remove(_ pk: Int64) {
@@ -145,6 +187,21 @@ public struct RecordTables: Sendable, RowSource {
         for key in writes.deleted { tables[key.entity]?.remove(key.primaryKey) }
         for (key, row) in writes.put { tables[key.entity, default: RecordTable()].insert(key.primaryKey, row) }
         for (root, last) in writes.lastKeys { lastKey[root] = max(lastKey[root, default: 0], last) }
+    }
+}
+
+extension RecordBatch {
+    /// Row `row` as a stored row: its values, its to-ones as one-key lists, version 1 or more.
+    func storedRow(_ row: Int) -> StoredRow {
+        var stored = StoredRow(version: Swift.max(1, versions[row]), attributes: [:], relationships: [:])
+        let width = layout.attributes.count, links = layout.toOne.count
+        for (slot, attribute) in layout.attributes.enumerated() {
+            if let value = values[row * width + slot] { stored.attributes[attribute.name] = value }
+        }
+        for (slot, relationship) in layout.toOne.enumerated() {
+            if let target = toOne[row * links + slot] { stored.relationships[relationship.name] = [target] }
+        }
+        return stored
     }
 }
 

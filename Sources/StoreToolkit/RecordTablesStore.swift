@@ -68,8 +68,24 @@ extension RecordTablesStore {
         return try readTables { $0.lastKey[root] ?? 0 }
     }
 
+    /// Records that fit their entities' layouts (no to-many relationships) are laid out as one
+    /// batch per entity and inserted as the batch form inserts them; others are saved as a
+    /// change set of inserts.
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
-        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+        guard let batches = RecordBatch.grouping(records, model: model) else {
+            return try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+        }
+        try writeTables { try $0.insert(batches, model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType) }
+    }
+
+    /// A batch laid out by the store's own model is checked and stored by slot
+    /// (``RecordTables/insert(_:model:checkingReferences:file:)``); one of another model instance
+    /// goes through the record form.
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        guard model.entity(named: batch.entity.name) === batch.entity else {
+            return try bulkInsert(batch.records, checkingReferences: checkingReferences)
+        }
+        try writeTables { try $0.insert([batch], model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType) }
     }
 }
 

@@ -123,11 +123,15 @@ extension RowSource {
     /// (``ChangeSet/checkInverses(model:)`` made sure they agree); objects that do
     /// not exist (deleted, or not inserted yet) are skipped. Rows changed only
     /// here keep their versions.
+    /// Rows not in `rows` are read with `read` (the source's own rows by default).
     func completeInverses(_ given: [RelationshipSide: [ObjectKey]], _ before: [RelationshipSide: [ObjectKey]],
-                          _ rows: inout PendingRows, model: ManagedObjectModel, deleted: Set<ObjectKey>) throws {
+                          _ rows: inout PendingRows, model: ManagedObjectModel, deleted: Set<ObjectKey>,
+                          read: ((ObjectKey) throws -> StoredRow?)? = nil) throws {
         func load(_ key: ObjectKey) throws -> Bool {
             if rows.rows[key] != nil { return true }
-            guard !deleted.contains(key), let row = try row(key) else { return false }
+            guard !deleted.contains(key) else { return false }
+            let found = try read.map { try $0(key) } ?? row(key)
+            guard let row = found else { return false }
             rows.load(key, row)
             return true
         }

@@ -52,6 +52,34 @@ public struct RecordBatch: Sendable {
         return primaryKeys.count - 1
     }
 
+    /// Adds `count` objects (primary key 0, version 1, no values) and lets `body` fill them in
+    /// place: it gets the new rows' primary keys, versions, attribute values (row after row, in
+    /// slot order) and to-one keys (likewise). For a decoder that fills many rows at once without
+    /// a subscript per value. When `body` throws, the rows stay with what it set so far.
+    public mutating func appendRows(
+        count: Int,
+        _ body: (_ primaryKeys: UnsafeMutableBufferPointer<Int64>, _ versions: UnsafeMutableBufferPointer<Int64>,
+                 _ values: UnsafeMutableBufferPointer<Value?>, _ toOne: UnsafeMutableBufferPointer<ObjectKey?>) throws -> Void
+    ) rethrows {
+        guard count > 0 else { return }
+        let first = primaryKeys.count, width = layout.attributes.count, links = layout.toOne.count
+        primaryKeys.append(contentsOf: repeatElement(0, count: count))
+        versions.append(contentsOf: repeatElement(1, count: count))
+        values.append(contentsOf: repeatElement(nil, count: count * width))
+        toOne.append(contentsOf: repeatElement(nil, count: count * links))
+        try primaryKeys.withUnsafeMutableBufferPointer { keys in
+            try versions.withUnsafeMutableBufferPointer { versions in
+                try values.withUnsafeMutableBufferPointer { values in
+                    try toOne.withUnsafeMutableBufferPointer { toOne in
+                        try body(UnsafeMutableBufferPointer(rebasing: keys[first...]), UnsafeMutableBufferPointer(rebasing: versions[first...]),
+                                 UnsafeMutableBufferPointer(rebasing: values[(first * width)...]),
+                                 UnsafeMutableBufferPointer(rebasing: toOne[(first * links)...]))
+                    }
+                }
+            }
+        }
+    }
+
     /// The value of an attribute slot of a row.
     public subscript(row: Int, attribute slot: Int) -> Value? {
         get { values[row * layout.attributes.count + slot] }
@@ -128,17 +156,25 @@ public struct RecordBatch: Sendable {
     public func checkInsertable(in model: ManagedObjectModel) throws {
         if entity.isAbstract { throw StoreError(.invalidChange, "cannot insert \(entity.name) objects: the entity is abstract") }
         let width = layout.attributes.count, links = layout.toOne.count
-        // Target entities already found to fit each to-one slot.
+        // Target entities already found to fit each to-one slot, and the last one found.
         var fitting = [Set<String>](repeating: [], count: links)
+        var lastFitting = [String?](repeating: nil, count: links)
+        let attributes = layout.attributes
         for row in 0..<count {
-            try ContractRule.newKey(key(at: row))
-            for (slot, attribute) in layout.attributes.enumerated() {
-                if let value = values[row * width + slot] { try ContractRule.value(value, of: attribute, key(at: row)) }
+            if primaryKeys[row] < 1 { try ContractRule.newKey(key(at: row)) }
+            for slot in 0..<width {
+                // The key is built only for the message of a value that does not fit.
+                if let value = values[row * width + slot], !attributes[slot].type.accepts(value) {
+                    try ContractRule.value(value, of: attributes[slot], key(at: row))
+                }
             }
             for (slot, relationship) in layout.toOne.enumerated() {
-                guard let target = toOne[row * links + slot], !fitting[slot].contains(target.entity) else { continue }
-                try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
-                fitting[slot].insert(target.entity)
+                guard let target = toOne[row * links + slot], target.entity != lastFitting[slot] else { continue }
+                if !fitting[slot].contains(target.entity) {
+                    try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
+                    fitting[slot].insert(target.entity)
+                }
+                lastFitting[slot] = target.entity
             }
         }
     }

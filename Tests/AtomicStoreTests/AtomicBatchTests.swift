@@ -1,0 +1,68 @@
+import AtomicStore
+import Foundation
+import ObjectModel
+import ObjectStore
+import ObjectStoreTesting
+import StoreToolkit
+import Testing
+
+@Suite("AtomicStore batches")
+struct AtomicBatchTests {
+    func signed(_ v: Int64) -> Data { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
+
+    @Test("batches are written as docs/atomic-format.md lays rows out, byte for byte")
+    func bytesOfBatches() throws {
+        let folder = try Folder()
+        let store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())
+        let model = store.model
+        let pet = try #require(model.entity(named: "Pet")), person = try #require(model.entity(named: "Person"))
+        var pets = RecordBatch(entity: pet)
+        var row = pets.appendRow(primaryKey: 1)
+        pets[row, attribute: try #require(pet.layout.attributeSlot("name"))] = .string("rex")
+        pets[row, toOne: try #require(pet.layout.toOneSlot("owner"))] = ObjectKey("Person", 7)
+        pets.appendRow(primaryKey: 2)
+        try store.bulkInsert(pets, checkingReferences: false)
+        var people = RecordBatch(entity: person)
+        row = people.appendRow(primaryKey: 7, version: 3)
+        people[row, attribute: try #require(person.layout.attributeSlot("name"))] = .string("ann")
+        try store.bulkInsert(people, checkingReferences: false)
+        try store.close()
+        let file = try Data(contentsOf: folder.store)
+        // The metadata block as the file holds it (a property list's bytes need not repeat).
+        var length = 0, shift = 0, at = 24
+        while true {
+            let byte = file[at]
+            length |= Int(byte & 0x7f) << shift
+            at += 1
+            shift += 7
+            if byte < 0x80 { break }
+        }
+        let plist = file[at..<(at + length)]
+
+        // Names sorted, counters by root name, tables by entity name; columns and relationships
+        // are those with a value in some row, sorted; a key is a name index and a primary key.
+        var body = varint(UInt64(plist.count)) + plist
+        body += varint(2) + string("Person") + string("Pet")
+        body += varint(2) + varint(0) + signed(7) + varint(1) + signed(2)
+        body += varint(2)
+        body += varint(0) + varint(1) + string("name") + varint(0) + varint(1)
+        body += signed(7) + signed(3) + Data([4]) + string("ann")
+        body += varint(1) + varint(1) + string("name") + varint(1) + string("owner") + varint(2)
+        body += signed(1) + signed(1) + Data([4]) + string("rex") + varint(2) + varint(0) + signed(7)
+        body += signed(2) + signed(1) + Data([0]) + varint(0)
+        #expect(file == frame(body))
+    }
+
+    @Test("row offsets take four bytes until the rows span 4 GiB, then eight")
+    func offsets() {
+        var offsets = RowOffsets(base: 100)
+        offsets.append(100)
+        offsets.append(4_000)
+        #expect(Array(offsets) == [100, 4_000])
+        let far = 100 + Int(UInt32.max) + 1
+        offsets.append(far)
+        offsets.append(5)
+        #expect(Array(offsets) == [100, 4_000, far, 5])
+        #expect(Array(RowOffsets([9, 7, 8])) == [9, 7, 8])
+    }
+}
