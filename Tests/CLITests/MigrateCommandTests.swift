@@ -132,4 +132,20 @@ struct MigrateCommandTests {
         #expect(recreated.status == 0 && recreated.stdout.hasPrefix("recreated "), "\(recreated.stderr)")
         #expect(try CLI.run("inspect", again).stdout.contains("Note 0"))
     }
+
+    @Test("a mapping file with a mistake is refused by the dry run already, naming the file, the step and the key path; --json with --on-incompatible is one document; a damaged store can be moved aside")
+    func mistakes() throws {
+        let workspace = try Workspace()
+        let (bundle, _, store) = try setUp(workspace)
+        let typo = try workspace.write(Self.mapping.replacingOccurrences(of: "$source.body", with: "$source.bdoy"), to: "typo.json")
+        let dry = try CLI.run("migrate", store, "--model", bundle, "--mapping", typo, "--dry-run")
+        #expect(dry.status == 1 && dry.stderr.contains(typo) && dry.stderr.contains("Notes 2 -> Notes 3") && dry.stderr.contains("bdoy"), "\(dry.stderr)")
+        let json = try CLI.run("migrate", store, "--model", bundle, "--on-incompatible", "recreate", "--json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(document["status"] as? String == "recreated" && document["to"] as? String == "Notes 3")
+        let junk = try workspace.write("SQLite format 3\u{0}" + String(repeating: "x", count: 200), to: "junk.sqlite")
+        let moved = try CLI.run("migrate", junk, "--model", bundle, "--on-incompatible", "move-aside")
+        #expect(moved.status == 0 && moved.stdout.hasPrefix("moved aside: "), "\(moved.stderr)")
+        #expect(try CLI.run("inspect", junk).stdout.contains("Note 0"))
+    }
 }

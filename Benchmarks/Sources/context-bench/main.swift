@@ -293,7 +293,15 @@ case "report":
 
     Plan of the indexed fetch (`SQLiteStore.queryPlan`): \(plan.map { "`\($0)`" }.joined(separator: ", ")) — \
     index \(usesIndex ? "used" : "**not used**"), \(sorts ? "**a sort step**" : "no sort step").
+
     """)
+    let thresholds = try Thresholds(benchmark: "context-bench")
+    thresholds.record("insert, save once: ObjectContext / GRDB", time["insert-ours"]! / time["insert-grdb"]!)
+    thresholds.record("fetch all: ObjectContext / GRDB", time["fetch-ours"]! / time["fetch-grdb"]!)
+    thresholds.record("peak memory, insert: ObjectContext / GRDB", Double(peak["insert-ours"]!) / Double(peak["insert-grdb"]!))
+    thresholds.record("peak memory, fetch all: ObjectContext / GRDB", Double(peak["fetch-ours"]!) / Double(peak["fetch-grdb"]!))
+    thresholds.record("indexed fetch: index unused or a sort step (0 = neither)", usesIndex && !sorts ? 0 : 1)
+    thresholds.finish()
 
 default:
     print("usage: context-bench report [objects] [rounds] | case <name> <folder> [objects]")

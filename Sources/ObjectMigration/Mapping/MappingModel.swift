@@ -91,6 +91,61 @@ public struct MappingModel: Sendable {
     /// The mapping named `name`.
     public func mapping(named name: String) -> EntityMapping? { entityMappings.first { $0.name == name } }
 
+    /// Checks the mapping against the models it goes between, before any store is read: every
+    /// entity it names exists, the version hashes it records are the models', every property it
+    /// sets is one of its destination entity's, every `$source.<key path>` starts with a property
+    /// of its source entity (and walks relationships to properties), every `destinations('Name', …)`
+    /// names one of its entity mappings, and every policy it names is registered.
+    /// - Throws: ``MigrationError`` with ``MigrationError/Code/invalidMapping`` naming the entity mapping.
+    public func check(from source: ManagedObjectModel, to destination: ManagedObjectModel, policies: PolicyRegistry = .shared) throws {
+        for m in entityMappings {
+            func fail(_ message: String) -> MigrationError { MigrationError(.invalidMapping, message, mapping: m.name) }
+            var from: EntityDescription?
+            if let s = m.sourceEntity {
+                guard let entity = source.entity(named: s) else { throw fail("the source model has no entity named \(s)") }
+                if let expected = m.sourceVersionHash, entity.versionHash != expected {
+                    throw MigrationError(.incompatibleSource, "the source model's \(s) hash differs from the mapping's", mapping: m.name)
+                }
+                from = entity
+            }
+            if let d = m.destinationEntity {
+                guard let entity = destination.entity(named: d) else { throw fail("the destination model has no entity named \(d)") }
+                if let expected = m.destinationVersionHash, entity.versionHash != expected {
+                    throw fail("the destination model's \(d) hash differs from the mapping's")
+                }
+                for name in m.attributeMappings.keys where entity.attributesByName[name] == nil {
+                    throw fail("\(d) has no attribute named \(name)")
+                }
+                for name in m.relationshipMappings.keys where entity.relationshipsByName[name] == nil {
+                    throw fail("\(d) has no relationship named \(name)")
+                }
+            }
+            if let name = m.policyName, policies.policy(named: name) == nil {
+                throw fail("no migration policy named \(name) is registered")
+            }
+            // Key paths from the source entity, through relationships, to a property.
+            func walk(_ expression: MappingExpression) throws {
+                switch expression {
+                case .source(let path):
+                    guard var entity = from, !path.isEmpty else { return }
+                    for key in path.split(separator: ".").map(String.init) {
+                        if entity.attributesByName[key] != nil { return }
+                        guard let relationship = entity.relationshipsByName[key], let next = source.entity(named: relationship.destination) else {
+                            throw fail("$source.\(path): \(entity.name) has no property named \(key)")
+                        }
+                        entity = next
+                    }
+                case .call(_, let arguments): for argument in arguments { try walk(argument) }
+                case .destinations(let name, let inner):
+                    if let name, mapping(named: name) == nil { throw fail("destinations: no entity mapping named \(name)") }
+                    try walk(inner)
+                case .constant, .custom: return
+                }
+            }
+            for expression in Array(m.attributeMappings.values) + Array(m.relationshipMappings.values) { try walk(expression) }
+        }
+    }
+
     /// Copies every concrete entity of `model` unchanged: a conversion between backends.
     public static func identity(for model: ManagedObjectModel) -> MappingModel {
         MappingModel(entityMappings: model.entityDescriptions.filter { !$0.isAbstract }.map { entity in

@@ -114,7 +114,7 @@ public final class PersistentContainer: Sendable {
 
     /// Whether `error` says the store cannot be brought to the current version (as opposed to a
     /// moment's trouble: another process busy with it, a cancellation, a full disk).
-    static func isIncompatibility(_ error: any Error) -> Bool {
+    public static func isIncompatibility(_ error: any Error) -> Bool {
         switch error {
         case let error as MigrationError:
             if error.code == .store, let cause = error.cause { return isIncompatibility(cause) }

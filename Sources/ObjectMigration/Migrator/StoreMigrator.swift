@@ -134,6 +134,11 @@ public final class StoreMigrator: Sendable {
             let stage = stages.first { $0.versions == (source.name, next.name) }
             if let given = mappings.first(where: { $0.fits(source, next) }) {
                 used.insert(given.name)
+                do {
+                    try given.mapping.check(from: source.model, to: next.model, policies: policies)
+                } catch let error as MigrationError {
+                    throw MigrationError(error.code, "\(given.name), for \(source.name) -> \(next.name): \(error.description)", cause: error)
+                }
                 steps.append(MigrationStep(source: source.name, destination: next.name, kind: .custom(given.name), mapping: given.mapping,
                                            hooks: stage?.hooks))
                 continue
@@ -152,7 +157,9 @@ public final class StoreMigrator: Sendable {
             }
         }
         guard blocked.isEmpty else {
-            throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also "))
+            let unused = mappings.map(\.name).filter { !used.contains($0) }
+            throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also ")
+                                 + (unused.isEmpty ? "" : " (given but fitting no step: \(unused.joined(separator: ", ")))"))
         }
         if let changer = type as? any SchemaChanging {
             let inPlace = steps.map { step in
@@ -304,7 +311,9 @@ public final class StoreMigrator: Sendable {
 
     /// A store's error as the migration's, naming the store.
     private static func storeFailure(_ url: URL, _ error: any Error) -> MigrationError {
-        error as? MigrationError ?? MigrationError(.store, "\(url.path): \(error)", cause: error)
+        if let error = error as? MigrationError { return error }
+        if let error = error as? StoreError, error.url != nil { return MigrationError(.store, "\(error)", cause: error) }
+        return MigrationError(.store, "\(url.path): \(error)", cause: error)
     }
 
     private func checkCancelled(_ step: MigrationStep) throws {

@@ -66,18 +66,24 @@ struct MigrateCommand: ParsableCommand {
         do {
             // Objects are counted for the reports that show them (counting reads every row on SQLite).
             plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
-        } catch let error as MigrationError where [.unknownVersion, .noMapping].contains(error.code) && onIncompatible != .fail && !dryRun {
+        } catch let error as MigrationError where Self.cannotReachTarget(error) && onIncompatible != .fail && !dryRun {
             // A fresh, empty store at the target takes the place of one that cannot get there.
-            let model = try versions.model(named: target ?? versions.currentName)
+            let version = target ?? versions.currentName
+            let model = try versions.model(named: version)
+            var report: [String: Any] = ["store": store, "to": version, "reason": error.message]
             if onIncompatible == .moveAside {
                 let aside = try type.moveAside(at: url)
                 try type.open(at: url, model: model, options: StoreOptions()).close()
-                output("moved aside: \(aside.path)")
+                report["status"] = "moved-aside"
+                report["movedTo"] = aside.path
+                if !json { output("moved aside: \(aside.path)") }
             } else {
                 try type.destroy(at: url)
                 try type.open(at: url, model: model, options: StoreOptions()).close()
-                output("recreated \(store) at \(target ?? versions.currentName)")
+                report["status"] = "recreated"
+                if !json { output("recreated \(store) at \(version)") }
             }
+            if json { print(Self.jsonText(report)) }
             printError("objectstore: \(store): \(error.message)\n")
             return
         }
@@ -113,6 +119,18 @@ struct MigrateCommand: ParsableCommand {
         }
     }
 
+    /// Whether `error` says the store cannot reach the target at all: it matches no version, a step
+    /// has no mapping, or it is damaged (not a mistake in a mapping file, nor a moment's trouble).
+    static func cannotReachTarget(_ error: MigrationError) -> Bool {
+        [.unknownVersion, .noMapping].contains(error.code)
+            || (error.code == .store && (error.cause as? StoreError).map { [.corrupt, .unsupportedFormat].contains($0.code) } == true)
+    }
+
+    static func jsonText(_ document: [String: Any]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// The plan (and, after a run, objects and seconds per step) as one JSON document.
     private func document(_ plan: MigrationPlan, status: String, objects: [Int: Int] = [:], seconds: [Double] = []) -> String {
         let steps: [[String: Any]] = plan.steps.enumerated().map { index, step in
@@ -132,8 +150,7 @@ struct MigrateCommand: ParsableCommand {
         let document: [String: Any] = [
             "store": store, "status": status, "from": plan.storeVersion, "to": plan.targetVersion, "steps": steps, "objects": plan.objectCounts,
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return Self.jsonText(document)
     }
 }
 
