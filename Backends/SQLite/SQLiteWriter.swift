@@ -17,9 +17,13 @@ struct SQLiteWriter {
     /// one-to-one, foreign keys of members a to-many drops, and the order number of an
     /// object a to-one moves to the end of an ordered to-many.
     func apply(_ changes: ChangeSet, checkingReferences: Bool = true) throws {
-        // A stale change is a conflict first, then the model's rules (ChangeSet+Rules); the
-        // database checks keys in use and targets.
         try checkVersions(changes)
+        try applyWithVersionsChecked(changes, checkingReferences: checkingReferences)
+    }
+
+    /// ``apply(_:checkingReferences:)`` once versions are checked: a stale change is a conflict
+    /// first, then the model's rules (ChangeSet+Rules); the database checks keys in use and targets.
+    private func applyWithVersionsChecked(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try changes.checkShape(model: model)
         let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }
@@ -69,7 +73,7 @@ struct SQLiteWriter {
             changes.inserted += linked.map(batch.record(at:))
             try insert(batch, except: Set(linked))
         }
-        try apply(changes)
+        try applyWithVersionsChecked(changes, checkingReferences: true)
     }
 
     /// ``ChangeSet/checkVersions(storeID:version:)`` against the rows' `Z_OPT`.

@@ -66,12 +66,18 @@ func phaseOneCounts(_ log: [MigrationProgress]) -> [String: Int] {
 
 @Suite("Bulk copy inside SQLite")
 struct BulkCopyTests {
+    /// A SQLite store of the conformance data in `workspace`, and where its copy goes.
+    static func conformanceSource(in workspace: Workspace) throws -> (from: URL, to: URL) {
+        let from = workspace.location("source", "sqlite")
+        try makeStore("sqlite", at: from, model: StoreConformance.model, json: conformanceData)
+        return (from, workspace.location("copy", "sqlite"))
+    }
+
     @Test("a convert between SQLite stores copies every row of every table as SQLite holds it, key counters included")
     func rowsAsTheyWere() throws {
         let workspace = try Workspace()
         let model = StoreConformance.model
-        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
-        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let (from, to) = try Self.conformanceSource(in: workspace)
         let source = try Backends.type("sqlite").open(at: from, model: model, options: StoreOptions(readOnly: true))
         let snapshot = try source.snapshot()
         let probe = try Backends.type("sqlite").open(at: workspace.location("probe", "sqlite"), model: model, options: StoreOptions())
@@ -98,8 +104,7 @@ struct BulkCopyTests {
     func rulesStillChecked() throws {
         let workspace = try Workspace()
         let model = StoreConformance.model
-        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
-        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let (from, to) = try Self.conformanceSource(in: workspace)
         // Person.name is required: blank one out behind the store's back.
         var db: OpaquePointer?
         #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
@@ -114,8 +119,7 @@ struct BulkCopyTests {
     func countsPerEntity() throws {
         let workspace = try Workspace()
         let model = StoreConformance.model
-        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
-        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let (from, to) = try Self.conformanceSource(in: workspace)
         let reported = phaseOneCounts(try identityMigrationLog(from, to: to, model: model))
         // The oracle: SQLite's own count of each entity's rows in the source, by its Z_ENT number.
         var db: OpaquePointer?
@@ -151,8 +155,7 @@ struct BulkCopyTests {
     func unusualFiles(_ scenario: String) throws {
         let workspace = try Workspace()
         let model = StoreConformance.model
-        let from = workspace.location("source", "sqlite")
-        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let (from, _) = try Self.conformanceSource(in: workspace)
         switch scenario {
         case "ghost row": tamper(from, "INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZLABEL) VALUES (100, 999, 1, 'ghost')")
         case "ghost row in a hierarchy": tamper(from, "INSERT INTO ZVEHICLE (Z_PK, Z_ENT, Z_OPT) VALUES (100, 999, 1)")

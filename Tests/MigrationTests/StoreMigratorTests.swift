@@ -568,3 +568,54 @@ struct StagedMigrationTests {
         #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
     }
 }
+
+@Suite("Refusals before anything is written")
+struct MigratorRefusalTests {
+    @Test("a mapping that does not fit its models is refused by MappingModel.check, naming the mapping and what is wrong",
+          arguments: [
+            (#""uniqueBy": ["shade"]"#, "uniqueBy: Color has no attribute named shade"),
+            (#""attributes": {"hex": "$source.colour"}"#, "$source.colour: Post has no property named colour"),
+            (#""attributes": {"tint": "$source.hex"}"#, "Color has no attribute named tint"),
+            (#""relationships": {"posts": "destinations('Nope', $source)"}"#, "destinations: no entity mapping named Nope"),
+          ])
+    func mappingChecked(_ fault: String, _ expected: String) throws {
+        let text = """
+            {"format": "objectstore-mapping", "formatVersion": 1, "entityMappings": [
+              {"name": "PostToColor", "kind": "transform", "source": "Post", "destination": "Color", \(fault)}]}
+            """
+        let mapping = try MappingFormat.decode(Data(text.utf8))
+        let error = try #require(throws: MigrationError.self) { try mapping.check(from: UniqueByTests.model(1), to: UniqueByTests.model(2)) }
+        #expect(error.code == .invalidMapping && error.mapping == "PostToColor")
+        #expect(error.message.contains(expected), "\(error.message)")
+    }
+
+    @Test("SQLite refuses a schema change it cannot do in place, or from another model, and leaves the file as it was")
+    func schemaChangeRefused() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        try makeStore("sqlite", at: url, model: InPlaceTests.model(1), json: #"{"Note": [{"_id": "a", "title": "one"}]}"#)
+        let changer = try #require(Backends.type("sqlite") as? any SchemaChanging)
+        let before = try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") }
+        let blocked = try #require(throws: StoreError.self) {
+            try changer.changeSchema(at: url, through: [InPlaceTests.model(1), InPlaceTests.model(2), InPlaceTests.model(3)])
+        }
+        #expect(blocked.code == .invalidChange && blocked.message.contains("Note.flag: removed"), "\(blocked.message)")
+        let other = try #require(throws: StoreError.self) { try changer.changeSchema(at: url, through: [InPlaceTests.model(2), InPlaceTests.model(3)]) }
+        #expect(other.code == .incompatibleModel)
+        #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
+    }
+
+    @Test("a container moves a damaged store aside and starts a fresh one")
+    func damagedStoreMovedAside() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", "sqlite")
+        let junk = Data("SQLite format 3\u{0}".utf8) + Data(repeating: 0x78, count: 200)
+        try junk.write(to: url)
+        let container = PersistentContainer(name: "Notes", versions: History.versions, storeURL: url, storeType: Backends.type("sqlite"),
+                                            options: .init(onIncompatibleStore: .moveAside), registry: Backends.registry)
+        let loaded = try container.load()
+        let aside = try #require(loaded.movedAside)
+        #expect(try Data(contentsOf: aside) == junk)
+        #expect(try loaded.viewContext.fetch(FetchRequest(entity: "Note")).isEmpty)
+    }
+}

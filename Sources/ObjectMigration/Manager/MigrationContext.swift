@@ -209,9 +209,6 @@ public final class MigrationContext {
         }
         var identity: [Value?] = []
         if !mapping.uniqueBy.isEmpty {
-            for name in mapping.uniqueBy where description.attributesByName[name] == nil {
-                throw MigrationError(.invalidMapping, "uniqueBy names \(name), which \(entity) has no attribute called", mapping: mapping.name)
-            }
             identity = mapping.uniqueBy.map { values[$0] }
             // One object for these values: the source object is associated with the one made before.
             if let existing = uniques[mapping.name]?[identity] {

@@ -93,7 +93,7 @@ public struct MappingModel: Sendable {
 
     /// Checks the mapping against the models it goes between, before any store is read: every
     /// entity it names exists, the version hashes it records are the models', every property it
-    /// sets is one of its destination entity's, every `$source.<key path>` starts with a property
+    /// sets or makes unique by is one of its destination entity's, every `$source.<key path>` starts with a property
     /// of its source entity (and walks relationships to properties), every `destinations('Name', …)`
     /// names one of its entity mappings, and every policy it names is registered.
     /// - Throws: ``MigrationError`` with ``MigrationError/Code/invalidMapping`` naming the entity mapping.
@@ -118,6 +118,9 @@ public struct MappingModel: Sendable {
                 }
                 for name in m.relationshipMappings.keys where entity.relationshipsByName[name] == nil {
                     throw fail("\(d) has no relationship named \(name)")
+                }
+                for name in m.uniqueBy where entity.attributesByName[name] == nil {
+                    throw fail("uniqueBy: \(d) has no attribute named \(name)")
                 }
             }
             if let name = m.policyName, policies.policy(named: name) == nil {

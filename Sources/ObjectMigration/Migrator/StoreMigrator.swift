@@ -83,8 +83,13 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         var plan = try plan(for: metadata, to: target, type: type)
-        guard countingObjects else { return plan }
-        let model = try versions.model(named: plan.storeVersion)
+        if countingObjects { plan.objectCounts = try objectCounts(at: url, type: type, version: plan.storeVersion) }
+        return plan
+    }
+
+    /// The store's objects per concrete entity (exactly that entity), read with the model of `version`.
+    private func objectCounts(at url: URL, type: any StoreType, version: String) throws -> [String: Int] {
+        let model = try versions.model(named: version)
         let store: any PersistentStore
         do {
             store = try type.open(at: url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
@@ -92,10 +97,11 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         defer { try? store.close() }
+        var counts: [String: Int] = [:]
         for entity in model.entityDescriptions where !entity.isAbstract {
-            plan.objectCounts[entity.name] = try store.objectCount(exactly: entity.name)
+            counts[entity.name] = try store.objectCount(exactly: entity.name)
         }
-        return plan
+        return counts
     }
 
     /// The plan for a store whose metadata is `metadata` (no object counts). With the store's
@@ -215,8 +221,11 @@ public final class StoreMigrator: Sendable {
         }
         let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
         // Counted only when a copy step will read every object anyway: an in-place plan reads none.
-        let uncounted = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
-        let plan = uncounted.steps.allSatisfy({ $0.kind == .inPlace }) ? uncounted : try self.plan(forStoreAt: url, type: type, to: target)
+        var planned = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
+        if !planned.steps.allSatisfy({ $0.kind == .inPlace }) {
+            planned.objectCounts = try objectCounts(at: url, type: type, version: planned.storeVersion)
+        }
+        let plan = planned
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).
