@@ -72,11 +72,13 @@ public final class MigrationManager: Sendable {
 
     /// Migrates the store at `sourceURL` into a new store at `destinationURL`.
     ///
+    /// - Returns: the destination's objects per concrete entity (``migrateStore(from:to:type:destinationOptions:)``).
     /// - Throws: ``MigrationError`` naming the entity mapping, the phase and the
     ///   source object. Nothing is left at `destinationURL` after a failure, and
     ///   the source is never written.
+    @discardableResult
     public func migrateStore(at sourceURL: URL, type sourceType: any StoreType, to destinationURL: URL,
-                             type destinationType: any StoreType, destinationOptions: StoreOptions = StoreOptions()) throws {
+                             type destinationType: any StoreType, destinationOptions: StoreOptions = StoreOptions()) throws -> [String: Int] {
         let snapshot: any PersistentStore
         do {
             let source = try sourceType.open(at: sourceURL, model: sourceModel, options: StoreOptions(readOnly: true, createIfMissing: false))
@@ -87,16 +89,19 @@ public final class MigrationManager: Sendable {
             throw MigrationError(error.code == .incompatibleModel ? .incompatibleSource : .store, "the source: \(error)", cause: error)
         }
         defer { try? snapshot.close() }
-        try migrateStore(from: snapshot, to: destinationURL, type: destinationType, destinationOptions: destinationOptions)
+        return try migrateStore(from: snapshot, to: destinationURL, type: destinationType, destinationOptions: destinationOptions)
     }
 
     /// Migrates an open store (opened with ``sourceModel``) into a new store at `destinationURL`.
     ///
     /// Every read goes through `source`: give it a snapshot (``PersistentStore/snapshot()``)
     /// so the migration reads one moment of the store while others write to it.
+    /// - Returns: the destination's objects per concrete entity, as the destination gave them
+    ///   when phase 3 read it, or as it reported them when it copied them itself (``BulkCopying``).
     /// - Throws: ``MigrationError``; nothing is left at `destinationURL` after a failure.
+    @discardableResult
     public func migrateStore(from source: any PersistentStore, to destinationURL: URL, type destinationType: any StoreType,
-                             destinationOptions: StoreOptions = StoreOptions()) throws {
+                             destinationOptions: StoreOptions = StoreOptions()) throws -> [String: Int] {
         defer { continuation.finish() }
         guard !destinationType.storeExists(at: destinationURL) else {
             throw MigrationError(.destinationExists, "\(destinationURL.path) already exists")
@@ -117,7 +122,7 @@ public final class MigrationManager: Sendable {
             throw MigrationError(.store, "the destination: \(error)", cause: error)
         }
         do {
-            let keepsIdentity = try run(source: source, destination: destination)
+            let (keepsIdentity, counts) = try run(source: source, destination: destination)
             var metadata = try destination.metadata()
             let sourceMetadata = try source.metadata()
             // The application's own metadata keys travel with the data; the store's own keys
@@ -129,6 +134,7 @@ public final class MigrationManager: Sendable {
             try metadata.setModel(destinationModel)
             try destination.setMetadata(metadata)
             try destination.close()
+            return counts
         } catch {
             try? destination.close()
             try? destinationType.destroy(at: destinationURL)
@@ -243,8 +249,8 @@ public final class MigrationManager: Sendable {
         }
     }
 
-    /// Runs the three phases; returns whether every object kept its key.
-    private func run(source: any PersistentStore, destination: any PersistentStore) throws -> Bool {
+    /// Runs the three phases; returns whether every object kept its key, and the destination's objects per entity.
+    private func run(source: any PersistentStore, destination: any PersistentStore) throws -> (keepsKeys: Bool, counts: [String: Int]) {
         let context = MigrationContext(source: source, destination: destination, mapping: mapping, batchSize: batchSize)
         let mappings = mapping.entityMappings.filter { $0.kind != .remove && $0.kind != .add }
         try context.reserveKeptKeys()
@@ -312,17 +318,22 @@ public final class MigrationManager: Sendable {
 
     /// Phase 3: every destination object, whichever mapping or policy made it; an entity in
     /// `attributeFailures` had its attributes checked already (those are the rules broken);
-    /// `counts` are destination objects per entity already known (progress totals).
+    /// `counts` are destination objects per entity already known (progress totals). Returns
+    /// whether every object kept its key, and the destination's objects per concrete entity.
     private func validate(_ mappings: [EntityMapping], _ context: MigrationContext, destination: any PersistentStore,
-                          attributeFailures: [String: [ValidationFailure]], counts: [String: Int] = [:]) throws -> Bool {
+                          attributeFailures: [String: [ValidationFailure]], counts known: [String: Int] = [:]) throws -> (keepsKeys: Bool, counts: [String: Int]) {
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
+        var counts = known
         // An entity whose every object came from compiled mappings had its attributes checked in phase 1.
         func entityFailures(_ entity: String, _ m: EntityMapping) throws -> [ValidationFailure] {
+            guard let description = destinationModel.entity(named: entity), !description.isAbstract else { return [] }
+            let total = try counts[entity] ?? step(m, .validate, nil) { try destination.objectCount(exactly: entity) }
+            counts[entity] = total
             guard let checked = attributeFailures[entity], !context.insertedOneByOne.contains(entity) else {
-                return try validate(entity, mapping: m, destination: destination, checkingAttributes: true, count: counts[entity])
+                return try validate(description, mapping: m, destination: destination, checkingAttributes: true, total: total)
             }
-            return try checked + validate(entity, mapping: m, destination: destination, checkingAttributes: false, count: counts[entity])
+            return try checked + validate(description, mapping: m, destination: destination, checkingAttributes: false, total: total)
         }
         for m in mappings {
             if let d = m.destinationEntity, validated.insert(d).inserted { failures += try entityFailures(d, m) }
@@ -339,15 +350,14 @@ public final class MigrationManager: Sendable {
                                  phase: .validate, validationFailures: failures)
         }
         for m in mappings { try step(m, .validate, nil) { try policy(m).endEntityMapping(m, context: context) } }
-        return context.keepsEveryKey
+        return (context.keepsEveryKey, counts)
     }
 
-    /// Phase 3 for one entity's objects. With `checkingAttributes` false only relationships are
-    /// checked, and an entity none of whose relationships has a rule is not read at all.
-    private func validate(_ entity: String, mapping m: EntityMapping, destination: any PersistentStore,
-                          checkingAttributes: Bool, count: Int?) throws -> [ValidationFailure] {
-        guard let description = destinationModel.entity(named: entity), !description.isAbstract else { return [] }
-        let total = try count ?? step(m, .validate, nil) { try destination.objectCount(exactly: entity) }
+    /// Phase 3 for one entity's `total` objects. With `checkingAttributes` false only relationships
+    /// are checked, and an entity none of whose relationships has a rule is not read at all.
+    private func validate(_ description: EntityDescription, mapping m: EntityMapping, destination: any PersistentStore,
+                          checkingAttributes: Bool, total: Int) throws -> [ValidationFailure] {
+        let entity = description.name
         guard checkingAttributes || ObjectValidator.hasRelationshipRules(description) else {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return []

@@ -93,19 +93,18 @@ struct ConvertCommand: ParsableCommand {
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
                                        usesBulkCopy: !noBulkCopy) { bar.show($0) }
         do {
-            try manager.migrateStore(from: from, to: staging.url, type: toType)
+            // The destination's counts as it gives them (read in phase 3, or reported by SQLite
+            // when it copied the tables itself), checked against the source's before the
+            // destination is put in place.
+            let written = try manager.migrateStore(from: from, to: staging.url, type: toType)
             bar.finish()
-            // Counts per entity, checked equal before the destination is put in place.
-            let to = try toType.open(at: staging.url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
             var lines: [String] = []
             var mismatch: [String] = []
             for entity in model.entityDescriptions where !entity.isAbstract {
-                let request = FetchRequest(entity: entity.name, includesSubentities: false)
-                let (a, b) = (try from.count(request), try to.count(request))
+                let (a, b) = (try from.objectCount(exactly: entity.name), written[entity.name] ?? 0)
                 lines.append("\(entity.name) \(b)")
                 if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
             }
-            try? to.close()
             guard mismatch.isEmpty else {
                 throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
             }
