@@ -90,7 +90,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The caller guarantees the objects will exist once it is done. Only to-one
     /// relationships may be given that way, and the store does not complete the
     /// inverse sides of such a bulk insert (it could not for objects that do not
-    /// exist yet): the caller writes them itself, as a migration does.
+    /// exist yet): the caller writes them itself, as a migration does. The rules that need
+    /// both ends (sides of a one-to-one that agree, no object claimed by two others through
+    /// a to-one inverse) are then the caller's to keep too: a backend may check them from
+    /// what the batch holds (the row stores do) or not (SQLite does not).
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws
     /// Inserts a batch of new objects exactly as ``bulkInsert(_:checkingReferences:)-([ObjectRecord],_)``
     /// inserts the same records: the batch form. The default hands the records to the
