@@ -58,16 +58,22 @@ struct SQLiteSchema {
         }
     }
 
-    /// The layout of a new store of `model`. Entity numbers: roots by name, each followed by
-    /// its sub-tree depth-first, siblings by name (what Core Data gives a new store).
+    /// The layout of a new store of `model`, its entities numbered as ``newStoreOrder(of:)`` gives them.
     init(model: ManagedObjectModel) {
+        self.init(model: model, numbers: Dictionary(uniqueKeysWithValues: Self.newStoreOrder(of: model).enumerated().map { ($1, $0 + 1) }),
+                  existingTables: nil)
+    }
+
+    /// Entity names in the order a new store numbers them: roots by name, each followed by its
+    /// sub-tree depth-first, siblings by name (what Core Data gives a new store).
+    static func newStoreOrder(of model: ManagedObjectModel) -> [String] {
         var ordered: [String] = []
         func visit(_ name: String) {
             ordered.append(name)
             for child in model.entity(named: name)!.subentities { visit(child) }
         }
         for root in model.entityDescriptions where root.parent == nil { visit(root.name) }
-        self.init(model: model, numbers: Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1, $0 + 1) }), existingTables: nil)
+        return ordered
     }
 
     /// The layout of an existing store of `model`, as its file has it: entity numbers from
@@ -125,7 +131,9 @@ struct SQLiteSchema {
         }
     }
 
-    private init(model: ManagedObjectModel, numbers number: [String: Int], existingTables: Set<String>?) {
+    /// The layout of `model` with these entity numbers; a many-to-many's join table takes the
+    /// name of `existingTables` has, when it has one of the two names.
+    init(model: ManagedObjectModel, numbers number: [String: Int], existingTables: Set<String>?) {
         let ordered = number.keys.sorted { number[$0]! < number[$1]! }
 
         var tables: [String: Table] = [:]
@@ -273,15 +281,20 @@ struct SQLiteSchema {
             "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)",
             "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)",
         ]
-        for table in tables.values.sorted(by: { $0.name < $1.name }) {
-            let columns = table.columns.map { "\(quote($0.name)) \($0.type)" }
-            let primary = table.name.hasPrefix("Z_") ? ", PRIMARY KEY (\(quote(table.columns[0].name)), \(quote(table.columns[1].name)))" : ""
-            sql.append("CREATE TABLE \(quote(table.name)) (\(columns.joined(separator: ", "))\(primary))")
-            for index in table.indexes {
-                sql.append("CREATE INDEX \(quote(index.name)) ON \(quote(table.name)) (\(index.columns.map(quote).joined(separator: ", ")))")
-            }
-        }
+        for table in tables.values.sorted(by: { $0.name < $1.name }) { sql += Self.createStatements(for: table) }
         return sql
+    }
+
+    /// The statements that create one table and its indexes.
+    static func createStatements(for table: Table) -> [String] {
+        let columns = table.columns.map { "\(quote($0.name)) \($0.type)" }
+        let primary = table.name.hasPrefix("Z_") ? ", PRIMARY KEY (\(quote(table.columns[0].name)), \(quote(table.columns[1].name)))" : ""
+        return ["CREATE TABLE \(quote(table.name)) (\(columns.joined(separator: ", "))\(primary))"] + table.indexes.map { createStatement(for: $0, on: table.name) }
+    }
+
+    /// The statement that creates one index of `table`.
+    static func createStatement(for index: (name: String, columns: [String]), on table: String) -> String {
+        "CREATE INDEX \(quote(index.name)) ON \(quote(table)) (\(index.columns.map(quote).joined(separator: ", ")))"
     }
 }
 

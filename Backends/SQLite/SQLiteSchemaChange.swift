@@ -2,29 +2,18 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// In-place lightweight migration: the changes Core Data's layout can take without copying a
-/// row — attributes added (optional, or with a default, which SQLite gives old rows without
-/// rewriting them) and attributes renamed (by renaming identifier) — done with `ALTER TABLE` in
-/// one transaction, with the metadata's hashes and model.
+/// In-place lightweight migration: the changes Core Data's layout can take with DDL alone, no
+/// object loaded, in one transaction with the metadata's hashes and model (docs/migrations.md).
+///
+/// In place: attributes added (optional, or with a default, which SQLite gives old rows without
+/// rewriting them), renamed (by renaming identifier) or removed; relationships added (optional:
+/// an empty column or join table), renamed or removed; entities added, renamed or removed with
+/// their whole hierarchy; fetch indexes added or removed. Everything that needs every object
+/// read or rewritten (a type, a rule or a hierarchy changed, a required value with no default,
+/// a relationship's storage changed) is a blocker, and the migrator copies instead.
 extension SQLiteStoreType: SchemaChanging {
     public func schemaChangeBlockers(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> [String] {
-        let sourceNames = Set(source.entities.map(\.name)), destinationNames = Set(destination.entities.map(\.name))
-        guard sourceNames == destinationNames else {
-            return ["entities added, removed or renamed: \(sourceNames.symmetricDifference(destinationNames).sorted().joined(separator: ", "))"]
-        }
-        var blockers: [String] = []
-        for new in destination.entities {
-            let old = source.entity(named: new.name)!.declaration
-            if old.parent != new.parent || old.isAbstract != new.isAbstract { blockers.append("\(new.name): its place in the hierarchy changed") }
-            if old.relationships != new.relationships { blockers.append("\(new.name): its relationships changed") }
-            if old.indexes != new.indexes || old.uniquenessConstraints != new.uniquenessConstraints {
-                blockers.append("\(new.name): its indexes or uniqueness constraints changed")
-            }
-            for change in Self.attributeChanges(old, new) {
-                if case .blocked(let reason) = change { blockers.append(reason) }
-            }
-        }
-        return blockers
+        SQLiteSchemaStep(from: source, to: destination).blockers
     }
 
     public func changeSchema(at given: URL, through models: [ManagedObjectModel]) throws {
@@ -37,9 +26,11 @@ extension SQLiteStoreType: SchemaChanging {
         }
         try connection.transaction {
             for (source, destination) in zip(models, models.dropFirst()) {
-                let blockers = schemaChangeBlockers(from: source, to: destination)
-                guard blockers.isEmpty else { throw StoreError(.invalidChange, "cannot change the schema in place: " + blockers.joined(separator: "; "), url: url) }
-                try Self.alter(connection, url: url, from: source, to: destination)
+                let step = SQLiteSchemaStep(from: source, to: destination)
+                guard step.blockers.isEmpty else {
+                    throw StoreError(.invalidChange, "cannot change the schema in place: " + step.blockers.joined(separator: "; "), url: url)
+                }
+                try step.apply(to: connection, url: url)
             }
             let last = models.last!
             // The tables now fit the last model, or nothing is committed.
@@ -52,44 +43,102 @@ extension SQLiteStoreType: SchemaChanging {
         }
     }
 
-    /// One step's `ALTER TABLE` statements, run on `connection` inside the caller's transaction.
-    private static func alter(_ connection: SQLiteConnection, url: URL, from source: ManagedObjectModel, to destination: ManagedObjectModel) throws {
-        let current = try SQLiteSchema(model: source, file: SQLiteFileLayout.read(from: connection, url: url), url: url)
-        let fresh = SQLiteSchema(model: destination)
-        for new in destination.entities {
-            let old = source.entity(named: new.name)!.declaration
-            guard let table = current.entities[new.name]?.table, let names = fresh.entities[new.name]?.attributes else { continue }
-            var columns = Set(try connection.statement("SELECT upper(name) FROM pragma_table_info(?1)").rows([.text(table)]) { row -> String in
-                if case .text(let name) = row.column(0) { return name }
-                return ""
-            })
-            func checkFree(_ column: String) throws {
-                guard columns.insert(column.uppercased()).inserted else {
-                    throw StoreError(.invalidChange, "cannot change the schema in place: table \(table) already has a column \(column)", url: url)
-                }
-            }
-            for change in attributeChanges(old, new) {
-                switch change {
-                case .kept(let was, let attribute):
-                    guard let from = current.entities[new.name]?.attributes[was.name], let to = names[attribute.name], from != to else { continue }
-                    try checkFree(to)
-                    try connection.execute("ALTER TABLE \(quote(table)) RENAME COLUMN \(quote(from)) TO \(quote(to))")
-                case .added(let attribute):
-                    guard let column = names[attribute.name] else { continue }
-                    try checkFree(column)
-                    var sql = "ALTER TABLE \(quote(table)) ADD COLUMN \(quote(column)) \(SQLiteSchema.sqlType(attribute.type))"
-                    if let value = attribute.defaultValue {
-                        guard let literal = literal(SQLiteValues.sql(value)) else {
-                            throw StoreError(.invalidChange, "cannot change the schema in place: \(new.name).\(attribute.name)'s default has no SQL literal", url: url)
-                        }
-                        sql += " DEFAULT \(literal)"
-                    }
-                    try connection.execute(sql)
-                case .blocked(let reason):
-                    throw StoreError(.invalidChange, "cannot change the schema in place: \(reason)", url: url)
-                }
+    /// A value as an SQL literal, for a column's DEFAULT; nil for a double SQL cannot write.
+    static func literal(_ value: SQLValue) -> String? {
+        switch value {
+        case .null: "NULL"
+        case .integer(let n): String(n)
+        case .real(let d): d.isFinite ? "\(d)" : nil
+        case .text(let text): "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let data): "X'" + data.map { String(format: "%02X", $0) }.joined() + "'"
+        }
+    }
+}
+
+/// One version step of an in-place change: which source entity, attribute and relationship each
+/// destination one continues (by renaming identifier, else by name, as inference matches them),
+/// what blocks doing it with DDL, and the DDL.
+struct SQLiteSchemaStep {
+    let source: ManagedObjectModel
+    let destination: ManagedObjectModel
+    /// Destination entity → the source entity it continues.
+    private(set) var oldEntity: [String: String] = [:]
+    /// Why the step cannot be done in place, one sentence per change; empty when it can.
+    private(set) var blockers: [String] = []
+
+    init(from source: ManagedObjectModel, to destination: ManagedObjectModel) {
+        self.source = source
+        self.destination = destination
+        var taken: Set<String> = []
+        for byIdentifier in [true, false] {
+            for new in destination.entityDescriptions where oldEntity[new.name] == nil {
+                let name = byIdentifier ? new.declaration.renamingIdentifier ?? new.name : new.name
+                if source.entity(named: name) != nil, taken.insert(name).inserted { oldEntity[new.name] = name }
             }
         }
+        let newEntity = Dictionary(uniqueKeysWithValues: oldEntity.map { ($1, $0) })
+        for new in destination.entityDescriptions {
+            guard let old = oldEntity[new.name].flatMap(source.entity(named:)) else { continue }
+            if old.parent.map({ newEntity[$0] }) != new.parent.map({ Optional($0) }) || old.isAbstract != new.isAbstract {
+                blockers.append("\(new.name): its place in the hierarchy changed")
+            }
+            if old.declaration.uniquenessConstraints != new.declaration.uniquenessConstraints {
+                blockers.append("\(new.name): its uniqueness constraints changed, so every object must be checked")
+            }
+            for change in Self.attributeChanges(old.declaration, new.declaration) {
+                if case .blocked(let reason) = change { blockers.append(reason) }
+            }
+            for (was, relationship) in relationshipPairs(old, new) {
+                guard let was else {
+                    if !relationship.isOptional || relationship.minCount > 0 {
+                        blockers.append("\(new.name).\(relationship.name): a required relationship added, which no object has")
+                    }
+                    continue
+                }
+                if let reason = relationshipBlocker(was, relationship, newEntity: newEntity) { blockers.append("\(new.name).\(relationship.name): \(reason)") }
+            }
+        }
+        for old in source.entityDescriptions where newEntity[old.name] == nil {
+            if old.ancestors.contains(where: { newEntity[$0] != nil }) {
+                blockers.append("\(old.name): removed while its hierarchy stays, so its objects must be deleted one by one")
+            }
+        }
+    }
+
+    /// The entity's own stored relationships in the destination, each with the source one it continues (nil: new).
+    private func relationshipPairs(_ old: EntityDescription, _ new: EntityDescription) -> [(Relationship?, Relationship)] {
+        let stored = old.declaration.relationships.filter { !$0.isTransient }
+        var taken: Set<String> = []
+        return new.declaration.relationships.filter { !$0.isTransient }.map { relationship in
+            let identity = relationship.renamingIdentifier ?? relationship.name
+            let was = stored.first { $0.name == identity && !taken.contains($0.name) }
+                ?? stored.first { $0.name == relationship.name && !taken.contains($0.name) }
+            if let was { taken.insert(was.name) }
+            return (was, relationship)
+        }
+    }
+
+    /// Why a kept relationship cannot stay where it is stored, or nil.
+    private func relationshipBlocker(_ was: Relationship, _ now: Relationship, newEntity: [String: String]) -> String? {
+        if was.isToMany != now.isToMany || was.isOrdered != now.isOrdered { return "it changed between to-one, to-many and ordered" }
+        if newEntity[was.destination] != now.destination { return "its destination changed" }
+        let tighter = (was.isOptional && !now.isOptional) || now.minCount > was.minCount
+            || (now.maxCount > 0 && (was.maxCount == 0 || now.maxCount < was.maxCount))
+        if tighter { return "its rules changed, so every object must be checked" }
+        // Where a to-many is stored depends on its inverse: that to-one's column, a join table, or a hidden column.
+        if now.isToMany {
+            let from = source.entity(named: was.destination)!, to = destination.entity(named: now.destination)!
+            let oldInverse = was.inverse.flatMap { from.relationshipsByName[$0] }
+            let newInverse = now.inverse.flatMap { to.relationshipsByName[$0] }
+            let continued = oldInverse.flatMap { old in relationshipPairs(from, to).first { $0.0?.name == old.name }?.1.name }
+            if oldInverse?.isToMany != newInverse?.isToMany || continued != newInverse?.name {
+                return "its inverse changed, so it is stored elsewhere"
+            }
+        } else if source.entity(named: was.destination)?.subentities.isEmpty == true,
+                  destination.entity(named: now.destination)?.subentities.isEmpty == false {
+            return "its destination gained sub-entities, so each row must record its target's entity"
+        }
+        return nil
     }
 
     /// What happens to each stored attribute of an entity between two versions.
@@ -98,6 +147,8 @@ extension SQLiteStoreType: SchemaChanging {
         case kept(Attribute, Attribute)
         /// New: a column for it, old rows given its default (or nil).
         case added(Attribute)
+        /// Gone: its column dropped.
+        case removed(Attribute)
         /// Not expressible in place; why.
         case blocked(String)
     }
@@ -110,7 +161,8 @@ extension SQLiteStoreType: SchemaChanging {
         var matched: Set<String> = []
         for attribute in new.attributes where !attribute.isTransient {
             let identity = attribute.renamingIdentifier ?? attribute.name
-            guard let was = stored.first(where: { $0.name == identity }) ?? stored.first(where: { $0.name == attribute.name }) else {
+            guard let was = stored.first(where: { $0.name == identity && !matched.contains($0.name) })
+                    ?? stored.first(where: { $0.name == attribute.name && !matched.contains($0.name) }) else {
                 changes.append(attribute.isOptional || attribute.defaultValue != nil ? .added(attribute)
                                : .blocked("\(new.name).\(attribute.name): required, with no default"))
                 continue
@@ -125,20 +177,168 @@ extension SQLiteStoreType: SchemaChanging {
                 changes.append(.kept(was, attribute))
             }
         }
-        for attribute in stored where !matched.contains(attribute.name) {
-            changes.append(.blocked("\(new.name).\(attribute.name): removed (a copy drops its values)"))
-        }
+        for attribute in stored where !matched.contains(attribute.name) { changes.append(.removed(attribute)) }
         return changes
     }
 
-    /// A value as an SQL literal, for a column's DEFAULT; nil for a double SQL cannot write.
-    static func literal(_ value: SQLValue) -> String? {
-        switch value {
-        case .null: "NULL"
-        case .integer(let n): String(n)
-        case .real(let d): d.isFinite ? "\(d)" : nil
-        case .text(let text): "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-        case .blob(let data): "X'" + data.map { String(format: "%02X", $0) }.joined() + "'"
+    /// Runs the step's DDL on `connection`, inside the caller's transaction: every table and
+    /// column that holds data continues under its new name, what is gone is dropped, what is new
+    /// is created empty, and `Z_PRIMARYKEY` names the new entity set.
+    func apply(to connection: SQLiteConnection, url: URL) throws {
+        let layout = try SQLiteFileLayout.read(from: connection, url: url)
+        let current = try SQLiteSchema(model: source, file: layout, url: url)
+        // Entities keep their numbers (rows keep their Z_ENT); new ones take numbers after every row's.
+        var numbers = oldEntity.mapValues { current.entities[$0]!.number }
+        var next = (layout.entities.map(\.number).max() ?? 0) + 1
+        for name in SQLiteSchema.newStoreOrder(of: destination) where numbers[name] == nil {
+            numbers[name] = next
+            next += 1
+        }
+        let fresh = SQLiteSchema(model: destination, numbers: numbers, existingTables: Set(layout.columns.keys))
+        let moves = try Moves(self, current: current, fresh: fresh)
+
+        func fail(_ message: String) -> StoreError { StoreError(.invalidChange, "cannot change the schema in place: \(message)", url: url) }
+        func indexes(on table: String) throws -> [(name: String, columns: [String])] {
+            let names = try connection.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL")
+                .rows([.text(table)]) { $0.column(0) }.compactMap { value -> String? in if case .text(let name) = value { name } else { nil } }
+            return try names.map { name in
+                (name, try connection.statement("SELECT name FROM pragma_index_info(?1) ORDER BY seqno").rows([.text(name)]) { row -> String in
+                    if case .text(let column) = row.column(0) { column } else { "" }
+                })
+            }
+        }
+        // 1. Indexes of the old layout that the new one does not keep as they are.
+        for (name, table) in current.tables {
+            for index in table.indexes {
+                let target = moves.tables[name].flatMap { fresh.tables[$0] }
+                let mapped = index.columns.map { moves.columns[name]?[$0] }
+                let kept = target?.indexes.contains { $0.name == index.name && $0.columns.map(Optional.some) == mapped } ?? false
+                if !kept { try connection.execute("DROP INDEX IF EXISTS \(quote(index.name))") }
+            }
+        }
+        // 2. Tables of entities and relationships that are gone.
+        for name in current.tables.keys.sorted() where moves.tables[name] == nil && layout.columns[name.uppercased()] != nil {
+            try connection.execute("DROP TABLE \(quote(name))")
+        }
+        // 3. Columns that are gone, with any index still on them.
+        for (name, table) in current.tables.sorted(by: { $0.key < $1.key }) where moves.tables[name] != nil {
+            for column in table.columns.map(\.name) where moves.columns[name]?[column] == nil {
+                guard layout.columns[name.uppercased()]?.contains(column.uppercased()) == true else { continue }
+                for index in try indexes(on: name) where index.columns.contains(where: { $0.uppercased() == column.uppercased() }) {
+                    try connection.execute("DROP INDEX \(quote(index.name))")
+                }
+                try connection.execute("ALTER TABLE \(quote(name)) DROP COLUMN \(quote(column))")
+            }
+        }
+        // 4. Renamed tables, then renamed columns, each through a temporary name so that two may trade names.
+        let renamed = moves.tables.filter { $0.key != $0.value }.sorted { $0.key < $1.key }
+        for (n, (old, _)) in renamed.enumerated() { try connection.execute("ALTER TABLE \(quote(old)) RENAME TO \(quote("Z_MOVING_TABLE_\(n)"))") }
+        for (n, (_, new)) in renamed.enumerated() {
+            guard try !connection.exists(new) else { throw fail("the store already has a table \(new)") }
+            try connection.execute("ALTER TABLE \(quote("Z_MOVING_TABLE_\(n)")) RENAME TO \(quote(new))")
+        }
+        for (old, new) in moves.tables.sorted(by: { $0.key < $1.key }) {
+            let pairs = (moves.columns[old] ?? [:]).filter { $0.key != $0.value }.sorted { $0.key < $1.key }
+            for (n, (from, _)) in pairs.enumerated() { try connection.execute("ALTER TABLE \(quote(new)) RENAME COLUMN \(quote(from)) TO \(quote("Z_MOVING_\(n)"))") }
+            for (n, (_, to)) in pairs.enumerated() { try connection.execute("ALTER TABLE \(quote(new)) RENAME COLUMN \(quote("Z_MOVING_\(n)")) TO \(quote(to))") }
+        }
+        // 5. New tables, and new columns in kept ones (an attribute's with its default).
+        let kept = Set(moves.tables.values)
+        for table in fresh.tables.values.sorted(by: { $0.name < $1.name }) {
+            guard kept.contains(table.name) else {
+                guard try !connection.exists(table.name) else { throw fail("the store already has a table \(table.name)") }
+                for sql in SQLiteSchema.createStatements(for: table) { try connection.execute(sql) }
+                continue
+            }
+            let present = Set(try connection.statement("SELECT upper(name) FROM pragma_table_info(?1)").rows([.text(table.name)]) { row -> String in
+                if case .text(let name) = row.column(0) { name } else { "" }
+            })
+            for column in table.columns where !moves.targets.contains(Moves.Column(table: table.name, name: column.name)) {
+                guard !present.contains(column.name.uppercased()) else { throw fail("table \(table.name) already has a column \(column.name)") }
+                var sql = "ALTER TABLE \(quote(table.name)) ADD COLUMN \(quote(column.name)) \(column.type)"
+                if let value = moves.added[Moves.Column(table: table.name, name: column.name)]?.defaultValue {
+                    guard let literal = SQLiteStoreType.literal(SQLiteValues.sql(value)) else { throw fail("the default of \(column.purpose) has no SQL literal") }
+                    sql += " DEFAULT \(literal)"
+                }
+                try connection.execute(sql)
+            }
+        }
+        // 6. The new layout's indexes that are not there.
+        for table in fresh.tables.values.sorted(by: { $0.name < $1.name }) {
+            let present = Set(try indexes(on: table.name).map(\.name))
+            for index in table.indexes where !present.contains(index.name) {
+                try connection.execute(SQLiteSchema.createStatement(for: index, on: table.name))
+            }
+        }
+        // 7. The entity set: rows of entities gone deleted, renamed ones renamed, new ones added.
+        let continued = Set(oldEntity.values)
+        for old in source.entityDescriptions where !continued.contains(old.name) {
+            try connection.statement("DELETE FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").run([.integer(Int64(current.entities[old.name]!.number))])
+        }
+        for entity in destination.entityDescriptions {
+            let number = Int64(numbers[entity.name]!)
+            if oldEntity[entity.name] != nil {
+                try connection.statement("UPDATE Z_PRIMARYKEY SET Z_NAME = ?1 WHERE Z_ENT = ?2").run([.text(entity.name), .integer(number)])
+            } else {
+                let parent = Int64(entity.parent.map { numbers[$0]! } ?? 0)
+                try connection.statement("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?1, ?2, ?3, 0)")
+                    .run([.integer(number), .text(entity.name), .integer(parent)])
+            }
+        }
+    }
+
+    /// Where the data of the old layout goes in the new one.
+    private struct Moves {
+        struct Column: Hashable { let table: String, name: String }
+        /// Old table → new table, for every table that keeps its rows.
+        var tables: [String: String] = [:]
+        /// Old table → (old column → new column), for every column that keeps its values.
+        var columns: [String: [String: String]] = [:]
+        /// The new columns that continue old ones.
+        var targets: Set<Column> = []
+        /// New attribute columns, for their defaults.
+        var added: [Column: Attribute] = [:]
+
+        init(_ step: SQLiteSchemaStep, current: SQLiteSchema, fresh: SQLiteSchema) throws {
+            func move(_ oldTable: String, _ oldColumn: String?, _ newTable: String, _ newColumn: String?) {
+                guard let oldColumn, let newColumn else { return }
+                tables[oldTable] = newTable
+                columns[oldTable, default: [:]][oldColumn] = newColumn
+                targets.insert(Column(table: newTable, name: newColumn))
+            }
+            for (new, oldName) in step.oldEntity {
+                let was = current.entities[oldName]!, now = fresh.entities[new]!
+                let old = step.source.entity(named: oldName)!, entity = step.destination.entity(named: new)!
+                for column in ["Z_PK", "Z_ENT", "Z_OPT"] { move(was.table, column, now.table, column) }
+                for change in SQLiteSchemaStep.attributeChanges(old.declaration, entity.declaration) {
+                    switch change {
+                    case .kept(let a, let b): move(was.table, was.attributes[a.name], now.table, now.attributes[b.name])
+                    case .added(let attribute): added[Column(table: now.table, name: now.attributes[attribute.name]!)] = attribute
+                    case .removed, .blocked: break
+                    }
+                }
+                for case let (a?, b) in step.relationshipPairs(old, entity) {
+                    if let from = was.toOne[a.name], let to = now.toOne[b.name] {
+                        move(was.table, from.key, now.table, to.key)
+                        move(was.table, from.entity, now.table, to.entity)
+                        continue
+                    }
+                    switch (was.toMany[a.name], now.toMany[b.name]) {
+                    case (.inverseForeignKey(let t1, _, _, let o1)?, .inverseForeignKey(let t2, _, _, let o2)?):
+                        move(t1, o1, t2, o2)
+                    case (.hiddenForeignKey(let t1, let c1, let o1)?, .hiddenForeignKey(let t2, let c2, let o2)?):
+                        move(t1, c1, t2, c2)
+                        move(t1, o1, t2, o2)
+                    case (.join(let t1, let own1, let other1, let order1, let otherOrder1, _)?, .join(let t2, let own2, let other2, let order2, let otherOrder2, _)?):
+                        move(t1, own1, t2, own2)
+                        move(t1, other1, t2, other2)
+                        move(t1, order1, t2, order2)
+                        move(t1, otherOrder1, t2, otherOrder2)
+                    default:
+                        throw StoreError(.invalidChange, "cannot change the schema in place: \(new).\(b.name) is stored otherwise in the new layout")
+                    }
+                }
+            }
         }
     }
 }

@@ -380,13 +380,14 @@ struct PersistentContainerTests {
 @Suite("In-place steps on SQLite")
 struct InPlaceTests {
     /// v1: Note(title). v2: title renamed heading, an optional body, a flag defaulting to true.
-    /// v3: the flag removed (no longer in place).
+    /// v3: the flag removed, and a length rule on the heading (no longer in place: every object must be checked).
     static func model(_ version: Int) -> ManagedObjectModel {
         do {
             return try ManagedObjectModel(versionIdentifiers: ["p\(version)"]) {
                 Entity("Note") {
                     if version == 1 { Attribute("title", .string, optional: false) }
-                    if version >= 2 { Attribute("heading", .string, optional: false, renamingIdentifier: "title") }
+                    if version == 2 { Attribute("heading", .string, optional: false, renamingIdentifier: "title") }
+                    if version == 3 { Attribute("heading", .string, optional: false, validation: ValidationRules(maxLength: 100), renamingIdentifier: "title") }
                     if version >= 2 { Attribute("body", .string) }
                     if version == 2 { Attribute("flag", .boolean, optional: false, default: .boolean(true)) }
                 }
@@ -423,10 +424,10 @@ struct InPlaceTests {
         ])
     }
 
-    @Test("a removed attribute is a copy step; in-place steps before a copy are copies too, so the original changes only at the end")
+    @Test("a tightened rule is a copy step; in-place steps before a copy are copies too, so the original changes only at the end")
     func fallback() throws {
         let blockers = (Backends.type("sqlite") as! any SchemaChanging).schemaChangeBlockers(from: Self.model(2), to: Self.model(3))
-        #expect(blockers == ["Note.flag: removed (a copy drops its values)"])
+        #expect(blockers == ["Note.heading: its rules changed, so every object must be checked"])
         let workspace = try Workspace()
         let url = workspace.location("notes", "sqlite")
         try makeStore("sqlite", at: url, model: Self.model(1), json: #"{"Note": [{"_id": "a", "title": "one"}]}"#)
@@ -599,7 +600,7 @@ struct MigratorRefusalTests {
         let blocked = try #require(throws: StoreError.self) {
             try changer.changeSchema(at: url, through: [InPlaceTests.model(1), InPlaceTests.model(2), InPlaceTests.model(3)])
         }
-        #expect(blocked.code == .invalidChange && blocked.message.contains("Note.flag: removed"), "\(blocked.message)")
+        #expect(blocked.code == .invalidChange && blocked.message.contains("Note.heading: its rules changed"), "\(blocked.message)")
         let other = try #require(throws: StoreError.self) { try changer.changeSchema(at: url, through: [InPlaceTests.model(2), InPlaceTests.model(3)]) }
         #expect(other.code == .incompatibleModel)
         #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
