@@ -108,6 +108,9 @@ struct MigrateCommandTests {
         #expect(other.status == 1 && other.stderr.contains("no model version matches"), "\(other.stderr)")
         #expect(try files(workspace) == before)
         #expect(try CLI.run("migrate", store, "--model", bundle, "--next", "Notes").status == 64)
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--next", "a=b", "--next", "a=c").status == 64, "what comes after a, twice")
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--next", "a=a").status == 64)
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping, "--mapping", mapping).status == 64)
         #expect(try CLI.run("migrate", store).status == 64)
     }
 

@@ -39,8 +39,15 @@ struct MigrateCommand: ParsableCommand {
     var allowWidening = false
 
     func validate() throws {
-        for pair in next where pair.split(separator: "=").count != 2 {
-            throw ValidationError("--next takes FROM=TO, not \(pair)")
+        var from: Set<Substring> = []
+        for pair in next {
+            let parts = pair.split(separator: "=")
+            guard parts.count == 2 else { throw ValidationError("--next takes FROM=TO, not \(pair)") }
+            guard parts[0] != parts[1] else { throw ValidationError("--next \(pair): a version cannot come after itself") }
+            guard from.insert(parts[0]).inserted else { throw ValidationError("--next names what comes after \(parts[0]) twice") }
+        }
+        if let twice = Dictionary(grouping: mappings, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw ValidationError("--mapping \(twice) is given twice")
         }
     }
 
