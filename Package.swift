@@ -21,9 +21,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
+        // zlib, for the raw DEFLATE stream Core Data keeps its model in (Z_MODELCACHE).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "ObjectModel",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(name: "ObjectStore", dependencies: ["ObjectModel"]),
         // What backends that keep each object as one row share: row tables and row sources (the

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Loads models from disk: Xcode `.xcdatamodeld` bundles, single `.xcdatamodel`
-/// folders (or their `contents` file), and ObjectStore's JSON model format.
+/// folders (or their `contents` file), compiled models (a `.momd` folder or one `.mom`
+/// file, see ``ModelArchive``), and ObjectStore's JSON model format.
 ///
 /// ```swift
 /// let versions = try ModelLoader.load(at: URL(filePath: "App.xcdatamodeld"))
@@ -11,8 +12,9 @@ public enum ModelLoader {
     /// Loads every model version at `url`.
     ///
     /// A bundle yields every version in Xcode's order, the current one named by
-    /// `.xccurrentversion`; a single model or JSON file yields one version named
-    /// after the file.
+    /// `.xccurrentversion`; a `.momd` folder yields its `.mom` versions in the same order, the
+    /// current one named by its `VersionInfo.plist`; a single model, `.mom` or JSON file
+    /// yields one version named after the file.
     ///
     /// - Throws: ``ModelError`` naming the file, with line and column for syntax errors.
     public static func load(at url: URL) throws -> ModelVersions {
@@ -25,6 +27,7 @@ public enum ModelLoader {
         if !isDirectory.boolValue {
             return try ModelVersions(versions: [.init(name: name, model: loadFile(url))])
         }
+        if url.pathExtension == "momd" { return try loadCompiledBundle(url) }
         if url.pathExtension == "xcdatamodeld" || !FileManager.default.fileExists(atPath: url.appending(path: "contents").path) {
             return try loadBundle(url)
         }
@@ -39,13 +42,17 @@ public enum ModelLoader {
         do { return try versions.model(named: version) } catch let error as ModelError { throw error.located(in: url.path) }
     }
 
-    /// Reads one model file, XML (`contents`) or JSON, by its first character.
+    /// Reads one model file: a compiled model (`.mom`, a binary property list), or XML
+    /// (`contents`) or JSON by its first character.
     public static func loadFile(_ url: URL) throws -> ManagedObjectModel {
         var data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
             throw ModelError(.unreadable, problems: ["cannot be read"], file: url.path)
+        }
+        if data.starts(with: Data("bplist".utf8)) || url.pathExtension == "mom" {
+            do { return try ModelArchive.decodeModel(data) } catch let error as ModelError { throw error.located(in: url.path) }
         }
         // A UTF-8 byte-order mark (some editors write one) is not part of the document.
         if data.starts(with: [0xEF, 0xBB, 0xBF]) { data = Data(data.dropFirst(3)) }
@@ -83,6 +90,45 @@ public enum ModelLoader {
                 throw ModelError(.unsupported, problems: ["no _XCCurrentVersionName in .xccurrentversion"], file: marker.path)
             }
             current = value.hasSuffix(".xcdatamodel") ? String(value.dropLast(".xcdatamodel".count)) : value
+        }
+        do {
+            return try ModelVersions(versions: versions, current: current)
+        } catch let error as ModelError {
+            throw error.located(in: url.path)
+        }
+    }
+
+    /// A compiled bundle (`.momd`): one `.mom` per version, `VersionInfo.plist` naming the
+    /// current one (`NSManagedObjectModel_CurrentVersionName`). Without that file, or with a
+    /// name it does not list, the last version in Xcode's order is current.
+    private static func loadCompiledBundle(_ url: URL) throws -> ModelVersions {
+        let entries: [String]
+        do {
+            entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
+        } catch {
+            throw ModelError(.unreadable, problems: ["the folder cannot be read"], file: url.path)
+        }
+        let names = ModelVersions.xcodeOrder(entries.filter { $0.hasSuffix(".mom") }.map { String($0.dropLast(".mom".count)) })
+        guard !names.isEmpty else {
+            throw ModelError(.unreadable, problems: ["no .mom versions in the compiled model"], file: url.path)
+        }
+        let versions = try names.map { name in
+            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name).mom")))
+        }
+        var current: String?
+        let info = url.appending(path: "VersionInfo.plist")
+        if let data = try? Data(contentsOf: info) {
+            let plist: PropertyListNode?
+            if data.starts(with: Data("bplist".utf8)) {
+                plist = BinaryPropertyListReader.decode(data)
+            } else {
+                plist = (try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])?["NSManagedObjectModel_CurrentVersionName"]
+                    .flatMap { $0 as? String }.map { .dictionary(["NSManagedObjectModel_CurrentVersionName": .string($0)]) }
+            }
+            guard case .dictionary(let values)? = plist, case .string(let name)? = values["NSManagedObjectModel_CurrentVersionName"] else {
+                throw ModelError(.unsupported, problems: ["no NSManagedObjectModel_CurrentVersionName in VersionInfo.plist"], file: info.path)
+            }
+            current = name
         }
         do {
             return try ModelVersions(versions: versions, current: current)
