@@ -54,7 +54,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectModelTests",
-            dependencies: ["ObjectModel", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["ObjectModel", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ObjectStoreTests", dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore"]),
         .testTarget(
@@ -69,8 +69,9 @@ let package = Package(
             ]
         ),
         // What several test targets share: SQLite's own view of a file, stores written the way
-        // Core Data writes them, JSON documents compared value by value.
-        .target(name: "TestSupport", dependencies: ["CSQLite"], path: "Tests/Support"),
+        // Core Data writes them, JSON documents compared value by value, the model caches of
+        // real Core Data stores (Fixtures/ModelCache).
+        .target(name: "TestSupport", dependencies: ["CSQLite"], path: "Tests/Support", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]
