@@ -71,7 +71,7 @@ let package = Package(
         // What several test targets share: SQLite's own view of a file, stores written the way
         // Core Data writes them, JSON documents compared value by value, the model caches of
         // real Core Data stores (Fixtures/ModelCache).
-        .target(name: "TestSupport", dependencies: ["CSQLite"], path: "Tests/Support", resources: [.copy("Fixtures")]),
+        .target(name: "TestSupport", dependencies: ["CSQLite", "ObjectModel"], path: "Tests/Support", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]

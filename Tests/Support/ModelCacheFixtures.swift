@@ -1,4 +1,5 @@
 import Foundation
+import ObjectModel
 
 /// The model caches of real Core Data stores (`Fixtures/ModelCache`, see its README): each
 /// `Z_MODELCACHE.Z_CONTENT` blob Apple's framework wrote, and the entity version hashes the
@@ -18,6 +19,11 @@ public enum ModelCacheFixtures {
     /// The compressed blob (`Z_CONTENT`) of fixture `name`.
     public static func blob(_ name: String) throws -> Data {
         try Data(contentsOf: directory.appending(path: "\(name).deflate"))
+    }
+
+    /// The archive the blob of fixture `name` inflates to: what a compiled `.mom` file holds.
+    public static func archive(_ name: String) throws -> Data {
+        try RawDeflate.inflate(try blob(name))
     }
 
     /// The hashes the store's `NSStoreModelVersionHashes` holds, entity name to 32 bytes.

@@ -3,16 +3,16 @@ import Foundation
 
 /// Inflates a raw DEFLATE stream (RFC 1951: no zlib header, no gzip header), the form of
 /// Core Data's model cache (`Z_MODELCACHE.Z_CONTENT`), with the system zlib.
-enum RawDeflate {
+package enum RawDeflate {
     /// The most an inflated stream may hold: a model archive is a few kilobytes; this bounds
     /// what a hostile stream (a "zip bomb") can make us allocate.
-    static let maximumInflatedSize = 64 << 20
+    package static let maximumInflatedSize = 64 << 20
 
     /// The bytes `data` inflates to.
     ///
     /// - Throws: ``ModelError`` (`unreadable`) when the stream is damaged, ends before its
     ///   last block, has bytes after it, or inflates to more than `limit` bytes.
-    static func inflate(_ data: Data, limit: Int = maximumInflatedSize) throws -> Data {
+    package static func inflate(_ data: Data, limit: Int = maximumInflatedSize) throws -> Data {
         var stream = z_stream()
         guard objectstore_inflate_init_raw(&stream) == Z_OK else {
             throw ModelError(.unreadable, problems: ["zlib cannot start inflating (\(message(stream, Z_MEM_ERROR)))"])
