@@ -189,7 +189,7 @@ import Testing
 
     @Test("random damage to a real archive gives a model or a typed error, never a crash")
     func randomDamage() throws {
-        var generator = SeededGenerator(seed: 11)
+        var generator = DateTextTests.Generator(state: 11)
         for name in ModelCacheFixtures.names {
             let archive = try RawDeflate.inflate(try ModelCacheFixtures.blob(name))
             for _ in 0..<200 {
@@ -237,18 +237,5 @@ import Testing
         #expect(back.versionHashes == (try ModelCacheFixtures.expectedHashes(name)))
         #expect(back.entities.sorted { $0.name < $1.name } == model.entities.sorted { $0.name < $1.name })
         #expect(back.versionIdentifiers == model.versionIdentifiers)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing damage case can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

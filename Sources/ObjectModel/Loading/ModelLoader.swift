@@ -66,30 +66,45 @@ public enum ModelLoader {
         }
     }
 
+    /// An Xcode bundle (`.xcdatamodeld`): one `.xcdatamodel` folder per version, `.xccurrentversion`
+    /// naming the current one (`_XCCurrentVersionName`); without it, the last in Xcode's order.
     private static func loadBundle(_ url: URL) throws -> ModelVersions {
+        try loadVersionFolder(url, suffix: ".xcdatamodel", contents: "/contents", what: "the bundle",
+                              marker: ".xccurrentversion", key: "_XCCurrentVersionName")
+    }
+
+    /// A compiled bundle (`.momd`): one `.mom` per version, `VersionInfo.plist` naming the current
+    /// one (`NSManagedObjectModel_CurrentVersionName`); without it, the last in Xcode's order.
+    private static func loadCompiledBundle(_ url: URL) throws -> ModelVersions {
+        try loadVersionFolder(url, suffix: ".mom", contents: "", what: "the compiled model",
+                              marker: "VersionInfo.plist", key: "NSManagedObjectModel_CurrentVersionName")
+    }
+
+    /// The versions of a folder holding one `<name><suffix>` per version (its model file at
+    /// `<name><suffix><contents>`), in Xcode's order, the current one named under `key` in the
+    /// property list `marker` (with or without the suffix).
+    private static func loadVersionFolder(_ url: URL, suffix: String, contents: String, what: String,
+                                          marker: String, key: String) throws -> ModelVersions {
         let entries: [String]
         do {
             entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
         } catch {
             throw ModelError(.unreadable, problems: ["the folder cannot be read"], file: url.path)
         }
-        let names = ModelVersions.xcodeOrder(
-            entries.filter { $0.hasSuffix(".xcdatamodel") }.map { String($0.dropLast(".xcdatamodel".count)) })
+        let names = ModelVersions.xcodeOrder(entries.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) })
         guard !names.isEmpty else {
-            throw ModelError(.unreadable, problems: ["no .xcdatamodel versions in the bundle"], file: url.path)
+            throw ModelError(.unreadable, problems: ["no \(suffix) versions in \(what)"], file: url.path)
         }
         let versions = try names.map { name in
-            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name).xcdatamodel/contents")))
+            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name)\(suffix)\(contents)")))
         }
         var current: String?
-        let marker = url.appending(path: ".xccurrentversion")
-        if let data = try? Data(contentsOf: marker) {
-            // Xcode writes it as XML; a binary one is not given to Foundation's reader, which trusts its offsets.
-            let plist = data.starts(with: Data("bplist".utf8)) ? nil : try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
-            guard let value = plist?["_XCCurrentVersionName"] as? String else {
-                throw ModelError(.unsupported, problems: ["no _XCCurrentVersionName in .xccurrentversion"], file: marker.path)
+        let markerURL = url.appending(path: marker)
+        if let data = try? Data(contentsOf: markerURL) {
+            guard let value = currentVersionName(in: data, key: key) else {
+                throw ModelError(.unsupported, problems: ["no \(key) in \(marker)"], file: markerURL.path)
             }
-            current = value.hasSuffix(".xcdatamodel") ? String(value.dropLast(".xcdatamodel".count)) : value
+            current = value.hasSuffix(suffix) ? String(value.dropLast(suffix.count)) : value
         }
         do {
             return try ModelVersions(versions: versions, current: current)
@@ -98,42 +113,13 @@ public enum ModelLoader {
         }
     }
 
-    /// A compiled bundle (`.momd`): one `.mom` per version, `VersionInfo.plist` naming the
-    /// current one (`NSManagedObjectModel_CurrentVersionName`). Without that file, or with a
-    /// name it does not list, the last version in Xcode's order is current.
-    private static func loadCompiledBundle(_ url: URL) throws -> ModelVersions {
-        let entries: [String]
-        do {
-            entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
-        } catch {
-            throw ModelError(.unreadable, problems: ["the folder cannot be read"], file: url.path)
+    /// The string under `key` in a property list dictionary: a binary one read by the strict
+    /// reader (Foundation's trusts its offsets), an XML one (what Xcode writes) by Foundation.
+    private static func currentVersionName(in data: Data, key: String) -> String? {
+        if data.starts(with: Data("bplist".utf8)) {
+            guard case .dictionary(let values)? = BinaryPropertyListReader.decode(data), case .string(let name)? = values[key] else { return nil }
+            return name
         }
-        let names = ModelVersions.xcodeOrder(entries.filter { $0.hasSuffix(".mom") }.map { String($0.dropLast(".mom".count)) })
-        guard !names.isEmpty else {
-            throw ModelError(.unreadable, problems: ["no .mom versions in the compiled model"], file: url.path)
-        }
-        let versions = try names.map { name in
-            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name).mom")))
-        }
-        var current: String?
-        let info = url.appending(path: "VersionInfo.plist")
-        if let data = try? Data(contentsOf: info) {
-            let plist: PropertyListNode?
-            if data.starts(with: Data("bplist".utf8)) {
-                plist = BinaryPropertyListReader.decode(data)
-            } else {
-                plist = (try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])?["NSManagedObjectModel_CurrentVersionName"]
-                    .flatMap { $0 as? String }.map { .dictionary(["NSManagedObjectModel_CurrentVersionName": .string($0)]) }
-            }
-            guard case .dictionary(let values)? = plist, case .string(let name)? = values["NSManagedObjectModel_CurrentVersionName"] else {
-                throw ModelError(.unsupported, problems: ["no NSManagedObjectModel_CurrentVersionName in VersionInfo.plist"], file: info.path)
-            }
-            current = name
-        }
-        do {
-            return try ModelVersions(versions: versions, current: current)
-        } catch let error as ModelError {
-            throw error.located(in: url.path)
-        }
+        return (try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])?[key] as? String
     }
 }
