@@ -15,36 +15,18 @@ enum BinaryPropertyList {
 
     /// The top object of `data`, or nil when `data` is not a well-formed binary property list.
     static func decode(_ data: Data) -> PropertyListValue? {
-        BinaryPropertyListReader.decode(data).flatMap(PropertyListValue.init(node:))
-    }
-}
-
-extension PropertyListValue {
-    /// The value of a node read outside an archive (nil for sets and UIDs, which it never holds).
-    init?(node: PropertyListNode) {
-        switch node {
-        case .string(let v): self = .string(v)
-        case .integer(let v): self = .integer(v)
-        case .real(let v): self = .real(v)
-        case .boolean(let v): self = .boolean(v)
-        case .date(let v): self = .date(v)
-        case .data(let v): self = .data(v)
-        case .array(let items):
-            var values: [PropertyListValue] = []
-            values.reserveCapacity(items.count)
-            for item in items {
-                guard let value = PropertyListValue(node: item) else { return nil }
-                values.append(value)
+        BinaryPropertyListReader.decode(data) { (shape: PropertyListShape<PropertyListValue>) -> PropertyListValue? in
+            switch shape {
+            case .string(let v): .string(v)
+            case .integer(let v): .integer(v)
+            case .real(let v): .real(v)
+            case .boolean(let v): .boolean(v)
+            case .date(let v): .date(v)
+            case .data(let v): .data(v)
+            case .array(let v): .array(v)
+            case .dictionary(let v): .dictionary(v)
+            case .set, .uid: nil   // never in metadata (and not read outside an archive)
             }
-            self = .array(values)
-        case .dictionary(let entries):
-            var values: [String: PropertyListValue] = [:]
-            for (key, entry) in entries {
-                guard let value = PropertyListValue(node: entry) else { return nil }
-                values[key] = value
-            }
-            self = .dictionary(values)
-        case .set, .uid: return nil
         }
     }
 }
