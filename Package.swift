@@ -21,9 +21,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
+        // zlib, for the raw DEFLATE stream Core Data keeps its model in (Z_MODELCACHE).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "ObjectModel",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(name: "ObjectStore", dependencies: ["ObjectModel"]),
         // What backends that keep each object as one row share: row tables and row sources (the
@@ -52,7 +54,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectModelTests",
-            dependencies: ["ObjectModel", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["ObjectModel", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ObjectStoreTests", dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore"]),
         .testTarget(
@@ -67,8 +69,9 @@ let package = Package(
             ]
         ),
         // What several test targets share: SQLite's own view of a file, stores written the way
-        // Core Data writes them, JSON documents compared value by value.
-        .target(name: "TestSupport", dependencies: ["CSQLite"], path: "Tests/Support"),
+        // Core Data writes them, JSON documents compared value by value, the model caches of
+        // real Core Data stores (Fixtures/ModelCache).
+        .target(name: "TestSupport", dependencies: ["CSQLite", "ObjectModel"], path: "Tests/Support", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Loads models from disk: Xcode `.xcdatamodeld` bundles, single `.xcdatamodel`
-/// folders (or their `contents` file), and ObjectStore's JSON model format.
+/// folders (or their `contents` file), compiled models (a `.momd` folder or one `.mom`
+/// file, see ``ModelArchive``), and ObjectStore's JSON model format.
 ///
 /// ```swift
 /// let versions = try ModelLoader.load(at: URL(filePath: "App.xcdatamodeld"))
@@ -11,8 +12,9 @@ public enum ModelLoader {
     /// Loads every model version at `url`.
     ///
     /// A bundle yields every version in Xcode's order, the current one named by
-    /// `.xccurrentversion`; a single model or JSON file yields one version named
-    /// after the file.
+    /// `.xccurrentversion`; a `.momd` folder yields its `.mom` versions in the same order, the
+    /// current one named by its `VersionInfo.plist`; a single model, `.mom` or JSON file
+    /// yields one version named after the file.
     ///
     /// - Throws: ``ModelError`` naming the file, with line and column for syntax errors.
     public static func load(at url: URL) throws -> ModelVersions {
@@ -25,6 +27,7 @@ public enum ModelLoader {
         if !isDirectory.boolValue {
             return try ModelVersions(versions: [.init(name: name, model: loadFile(url))])
         }
+        if url.pathExtension == "momd" { return try loadCompiledBundle(url) }
         if url.pathExtension == "xcdatamodeld" || !FileManager.default.fileExists(atPath: url.appending(path: "contents").path) {
             return try loadBundle(url)
         }
@@ -39,13 +42,17 @@ public enum ModelLoader {
         do { return try versions.model(named: version) } catch let error as ModelError { throw error.located(in: url.path) }
     }
 
-    /// Reads one model file, XML (`contents`) or JSON, by its first character.
+    /// Reads one model file: a compiled model (`.mom`, a binary property list), or XML
+    /// (`contents`) or JSON by its first character.
     public static func loadFile(_ url: URL) throws -> ManagedObjectModel {
         var data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
             throw ModelError(.unreadable, problems: ["cannot be read"], file: url.path)
+        }
+        if data.starts(with: Data("bplist".utf8)) || url.pathExtension == "mom" {
+            do { return try ModelArchive.decodeModel(data) } catch let error as ModelError { throw error.located(in: url.path) }
         }
         // A UTF-8 byte-order mark (some editors write one) is not part of the document.
         if data.starts(with: [0xEF, 0xBB, 0xBF]) { data = Data(data.dropFirst(3)) }
@@ -59,35 +66,60 @@ public enum ModelLoader {
         }
     }
 
+    /// An Xcode bundle (`.xcdatamodeld`): one `.xcdatamodel` folder per version, `.xccurrentversion`
+    /// naming the current one (`_XCCurrentVersionName`); without it, the last in Xcode's order.
     private static func loadBundle(_ url: URL) throws -> ModelVersions {
+        try loadVersionFolder(url, suffix: ".xcdatamodel", contents: "/contents", what: "the bundle",
+                              marker: ".xccurrentversion", key: "_XCCurrentVersionName")
+    }
+
+    /// A compiled bundle (`.momd`): one `.mom` per version, `VersionInfo.plist` naming the current
+    /// one (`NSManagedObjectModel_CurrentVersionName`); without it, the last in Xcode's order.
+    private static func loadCompiledBundle(_ url: URL) throws -> ModelVersions {
+        try loadVersionFolder(url, suffix: ".mom", contents: "", what: "the compiled model",
+                              marker: "VersionInfo.plist", key: "NSManagedObjectModel_CurrentVersionName")
+    }
+
+    /// The versions of a folder holding one `<name><suffix>` per version (its model file at
+    /// `<name><suffix><contents>`), in Xcode's order, the current one named under `key` in the
+    /// property list `marker` (with or without the suffix).
+    private static func loadVersionFolder(_ url: URL, suffix: String, contents: String, what: String,
+                                          marker: String, key: String) throws -> ModelVersions {
         let entries: [String]
         do {
             entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
         } catch {
             throw ModelError(.unreadable, problems: ["the folder cannot be read"], file: url.path)
         }
-        let names = ModelVersions.xcodeOrder(
-            entries.filter { $0.hasSuffix(".xcdatamodel") }.map { String($0.dropLast(".xcdatamodel".count)) })
+        let names = ModelVersions.xcodeOrder(entries.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) })
         guard !names.isEmpty else {
-            throw ModelError(.unreadable, problems: ["no .xcdatamodel versions in the bundle"], file: url.path)
+            throw ModelError(.unreadable, problems: ["no \(suffix) versions in \(what)"], file: url.path)
         }
         let versions = try names.map { name in
-            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name).xcdatamodel/contents")))
+            ModelVersions.Version(name: name, model: try loadFile(url.appending(path: "\(name)\(suffix)\(contents)")))
         }
         var current: String?
-        let marker = url.appending(path: ".xccurrentversion")
-        if let data = try? Data(contentsOf: marker) {
-            // Xcode writes it as XML; a binary one is not given to Foundation's reader, which trusts its offsets.
-            let plist = data.starts(with: Data("bplist".utf8)) ? nil : try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
-            guard let value = plist?["_XCCurrentVersionName"] as? String else {
-                throw ModelError(.unsupported, problems: ["no _XCCurrentVersionName in .xccurrentversion"], file: marker.path)
+        let markerURL = url.appending(path: marker)
+        if let data = try? Data(contentsOf: markerURL) {
+            guard let value = currentVersionName(in: data, key: key) else {
+                throw ModelError(.unsupported, problems: ["no \(key) in \(marker)"], file: markerURL.path)
             }
-            current = value.hasSuffix(".xcdatamodel") ? String(value.dropLast(".xcdatamodel".count)) : value
+            current = value.hasSuffix(suffix) ? String(value.dropLast(suffix.count)) : value
         }
         do {
             return try ModelVersions(versions: versions, current: current)
         } catch let error as ModelError {
             throw error.located(in: url.path)
         }
+    }
+
+    /// The string under `key` in a property list dictionary: a binary one read by the strict
+    /// reader (Foundation's trusts its offsets), an XML one (what Xcode writes) by Foundation.
+    private static func currentVersionName(in data: Data, key: String) -> String? {
+        if data.starts(with: Data("bplist".utf8)) {
+            guard case .dictionary(let values)? = BinaryPropertyListReader.decode(data), case .string(let name)? = values[key] else { return nil }
+            return name
+        }
+        return (try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])?[key] as? String
     }
 }

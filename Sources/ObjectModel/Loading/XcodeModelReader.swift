@@ -130,7 +130,8 @@ enum XcodeModelReader {
                 }
                 rules.pattern = a["regularExpressionString"]
                 var defaultValue: Value?
-                if let text = a["defaultValueString"] {
+                // Xcode keeps a date's default as seconds since 2001 in defaultDateTimeInterval.
+                if let text = a["defaultValueString"] ?? a["defaultDateTimeInterval"] {
                     defaultValue = type.parseValue(text)
                     // Xcode accepts YES/NO on numeric attributes and Core Data reads them as 1/0.
                     if defaultValue == nil, type.isNumeric, case .boolean(let flag)? = AttributeType.boolean.parseValue(text) {

@@ -1,175 +1,31 @@
 import Foundation
+import ObjectModel
 
 /// A strict reader of binary property lists (`bplist00`), the form of Core Data's store metadata.
 ///
 /// Store metadata comes from files that may be damaged or hostile, and Foundation's reader
-/// trusts the file's offsets and references (a damaged one can crash the process). This one
-/// checks every offset, length and reference against the file, refuses cycles, nesting deeper
-/// than 512 levels, duplicate keys, non-string keys, invalid text and the types metadata never
-/// holds (sets, UIDs, null), and reads each object once however often it is referenced.
-///
-/// The layout: the `bplist00` header, the objects, a table of their offsets, and a 32-byte
-/// trailer (6 unused bytes, the size of an offset, the size of an object reference, the number
-/// of objects, the top object and the table's offset, all big-endian).
+/// trusts the file's offsets and references (a damaged one can crash the process). The reader
+/// (ObjectModel's `BinaryPropertyListReader`, shared with the keyed-archive decoder) checks every
+/// offset, length and reference against the file, refuses cycles, nesting deeper than 512
+/// levels, duplicate keys, non-string keys, invalid text and the types metadata never holds
+/// (sets, UIDs, null), and reads each object once however often it is referenced.
 enum BinaryPropertyList {
-    static let magic = Data("bplist00".utf8)
-    static let maximumDepth = 512
+    static let magic = BinaryPropertyListReader.magic
+    static let maximumDepth = BinaryPropertyListReader.maximumDepth
 
     /// The top object of `data`, or nil when `data` is not a well-formed binary property list.
     static func decode(_ data: Data) -> PropertyListValue? {
-        var reader = Reader(bytes: [UInt8](data))
-        return reader.top()
-    }
-
-    private struct Reader {
-        let bytes: [UInt8]
-        var offsets: [Int] = []
-        var referenceSize = 0
-        var tableStart = 0
-        var decoded: [Int: PropertyListValue] = [:]
-        var open: Set<Int> = []
-
-        init(bytes: [UInt8]) { self.bytes = bytes }
-
-        /// An unsigned big-endian integer of `size` bytes at `offset` (size 1 to 8, in bounds).
-        func unsigned(at offset: Int, size: Int) -> UInt64? {
-            guard size >= 1, size <= 8, offset >= 0, offset <= bytes.count - size else { return nil }
-            var value: UInt64 = 0
-            for byte in bytes[offset..<offset + size] { value = value << 8 | UInt64(byte) }
-            return value
-        }
-
-        mutating func top() -> PropertyListValue? {
-            let trailerSize = 32
-            guard bytes.count >= BinaryPropertyList.magic.count + 1 + trailerSize,
-                  bytes.starts(with: BinaryPropertyList.magic) else { return nil }
-            let trailer = bytes.count - trailerSize
-            let offsetSize = Int(bytes[trailer + 6])
-            referenceSize = Int(bytes[trailer + 7])
-            guard (1...8).contains(offsetSize), (1...8).contains(referenceSize),
-                  let count = unsigned(at: trailer + 8, size: 8), let topIndex = unsigned(at: trailer + 16, size: 8),
-                  let table = unsigned(at: trailer + 24, size: 8),
-                  count >= 1, topIndex < count, table >= 9, table < UInt64(trailer),
-                  count <= UInt64(trailer - Int(table)) / UInt64(offsetSize) else { return nil }
-            tableStart = Int(table)
-            offsets.reserveCapacity(Int(count))
-            for index in 0..<Int(count) {
-                guard let offset = unsigned(at: tableStart + index * offsetSize, size: offsetSize),
-                      offset >= 8, offset < UInt64(tableStart) else { return nil }
-                offsets.append(Int(offset))
-            }
-            return object(Int(topIndex), depth: 0)
-        }
-
-        /// The length that follows a marker whose low nibble is `nibble`: the nibble, or for
-        /// 0xF an integer object after the marker. Returns the length and where the content starts.
-        func length(_ nibble: UInt8, at offset: Int) -> (Int, Int)? {
-            guard nibble == 0xF else { return (Int(nibble), offset + 1) }
-            guard offset + 1 < tableStart, bytes[offset + 1] >> 4 == 0x1 else { return nil }
-            let size = 1 << Int(bytes[offset + 1] & 0xF)
-            guard size <= 8, let value = unsigned(at: offset + 2, size: size), value <= UInt64(Int.max) else { return nil }
-            return (Int(value), offset + 2 + size)
-        }
-
-        /// Whether `count` items of `size` bytes from `start` lie before the offset table.
-        func fits(_ start: Int, _ count: Int, _ size: Int) -> Bool {
-            count >= 0 && start <= tableStart && count <= (tableStart - start) / size
-        }
-
-        /// The object references `count` of them at `start`.
-        func references(at start: Int, count: Int) -> [Int]? {
-            guard fits(start, count, referenceSize) else { return nil }
-            var result: [Int] = []
-            result.reserveCapacity(count)
-            for index in 0..<count {
-                guard let reference = unsigned(at: start + index * referenceSize, size: referenceSize),
-                      reference < UInt64(offsets.count) else { return nil }
-                result.append(Int(reference))
-            }
-            return result
-        }
-
-        mutating func object(_ index: Int, depth: Int) -> PropertyListValue? {
-            if let value = decoded[index] { return value }
-            guard depth <= BinaryPropertyList.maximumDepth, !open.contains(index) else { return nil }
-            open.insert(index)
-            defer { open.remove(index) }
-            let offset = offsets[index]
-            let marker = bytes[offset]
-            let nibble = marker & 0xF
-            let value: PropertyListValue?
-            switch marker >> 4 {
-            case 0x0:
-                value = marker == 0x08 ? .boolean(false) : marker == 0x09 ? .boolean(true) : nil
-            case 0x1:
-                value = integer(size: 1 << Int(nibble), at: offset + 1)
-            case 0x2:
-                let size = 1 << Int(nibble)
-                guard fits(offset + 1, 1, size), let bits = unsigned(at: offset + 1, size: size) else { return nil }
-                value = size == 8 ? .real(Double(bitPattern: bits)) : size == 4 ? .real(Double(Float(bitPattern: UInt32(bits)))) : nil
-            case 0x3:
-                guard marker == 0x33, fits(offset + 1, 1, 8), let bits = unsigned(at: offset + 1, size: 8) else { return nil }
-                value = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
-            case 0x4:
-                guard let (count, start) = length(nibble, at: offset), fits(start, count, 1) else { return nil }
-                value = .data(Data(bytes[start..<start + count]))
-            case 0x5:
-                guard let (count, start) = length(nibble, at: offset), fits(start, count, 1) else { return nil }
-                let text = bytes[start..<start + count]
-                value = text.allSatisfy({ $0 < 0x80 }) ? .string(String(decoding: text, as: UTF8.self)) : nil
-            case 0x6:
-                guard let (count, start) = length(nibble, at: offset), fits(start, count, 2) else { return nil }
-                let units = (0..<count).map { UInt16(bytes[start + 2 * $0]) << 8 | UInt16(bytes[start + 2 * $0 + 1]) }
-                value = Self.text(utf16: units).map(PropertyListValue.string)
-            case 0xA:
-                guard let (count, start) = length(nibble, at: offset), let items = references(at: start, count: count) else { return nil }
-                var elements: [PropertyListValue] = []
-                elements.reserveCapacity(count)
-                for item in items {
-                    guard let element = object(item, depth: depth + 1) else { return nil }
-                    elements.append(element)
-                }
-                value = .array(elements)
-            case 0xD:
-                guard let (count, start) = length(nibble, at: offset), count <= Int.max / 2,
-                      let items = references(at: start, count: 2 * count) else { return nil }
-                var entries: [String: PropertyListValue] = [:]
-                for position in 0..<count {
-                    guard case .string(let key)? = object(items[position], depth: depth + 1), entries[key] == nil,
-                          let entry = object(items[count + position], depth: depth + 1) else { return nil }
-                    entries[key] = entry
-                }
-                value = .dictionary(entries)
-            default:
-                value = nil   // sets, UIDs and unknown markers: never in store metadata
-            }
-            if let value { decoded[index] = value }
-            return value
-        }
-
-        /// An integer of `size` bytes: 1, 2 and 4 are unsigned, 8 is signed, 16 is signed and must fit 64 bits.
-        func integer(size: Int, at start: Int) -> PropertyListValue? {
-            guard size <= 16, fits(start, 1, size) else { return nil }
-            if size == 16 {
-                guard let high = unsigned(at: start, size: 8), let low = unsigned(at: start + 8, size: 8),
-                      high == (Int64(bitPattern: low) < 0 ? UInt64.max : 0) else { return nil }
-                return .integer(Int64(bitPattern: low))
-            }
-            guard let bits = unsigned(at: start, size: size) else { return nil }
-            return .integer(size == 8 ? Int64(bitPattern: bits) : Int64(bits))
-        }
-
-        /// UTF-16 text, or nil when it holds an unpaired surrogate.
-        static func text(utf16 units: [UInt16]) -> String? {
-            var result = ""
-            var iterator = units.makeIterator()
-            var decoder = UTF16()
-            while true {
-                switch decoder.decode(&iterator) {
-                case .scalarValue(let scalar): result.unicodeScalars.append(scalar)
-                case .emptyInput: return result
-                case .error: return nil
-                }
+        BinaryPropertyListReader.decode(data) { (shape: PropertyListShape<PropertyListValue>) -> PropertyListValue? in
+            switch shape {
+            case .string(let v): .string(v)
+            case .integer(let v): .integer(v)
+            case .real(let v): .real(v)
+            case .boolean(let v): .boolean(v)
+            case .date(let v): .date(v)
+            case .data(let v): .data(v)
+            case .array(let v): .array(v)
+            case .dictionary(let v): .dictionary(v)
+            case .set, .uid: nil   // never in metadata (and not read outside an archive)
             }
         }
     }

@@ -59,3 +59,20 @@ extension PersistentStore {
         return try count(FetchRequest(entity: entity, includesSubentities: false))
     }
 }
+
+/// A store type whose stores carry the model they were written with in a form of their own,
+/// readable without a model file: Core Data's SQLite stores keep theirs in `Z_MODELCACHE`.
+///
+/// The `objectstore` tool opens a store with it when the store embeds no ObjectStore model
+/// (``StoreMetadata/embeddedModel()``) and no model is given.
+///
+/// ```swift
+/// if let type = type as? any CarriedModelReading, let model = try type.carriedModel(at: url) { … }
+/// ```
+public protocol CarriedModelReading: StoreType {
+    /// The model the closed store at `url` carries, or nil when it carries none. The store's
+    /// files are not changed.
+    /// - Throws: ``StoreError`` when the store cannot be read; `ModelError` when it carries a
+    ///   model that cannot be decoded (damaged, or holding what this library does not know).
+    func carriedModel(at url: URL) throws -> ManagedObjectModel?
+}

@@ -25,10 +25,13 @@ struct InspectCommand: ParsableCommand {
         }
         let embedded = try? metadata.embeddedModel()
         let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false
-        // Counting needs a model: the one given (its version chosen by the store's hashes), else the embedded one.
+        // Counting needs a model: the one given (its version chosen by the store's hashes), else the
+        // store's own (embedded, or carried in Z_MODELCACHE); one that cannot be read is not counted with.
         var selected: (model: ManagedObjectModel, version: String?)?
         if modelSelection.model != nil || embedded != nil {
-            selected = try modelSelection.modelForStore(at: store, metadata: metadata)
+            selected = try modelSelection.modelForStore(at: store, type: type, metadata: metadata)
+        } else if let carried = try? ModelSelection.storeModel(at: store, type: type, metadata: metadata) {
+            selected = (carried, nil)
         }
         var counts: [(String, Int)] = []
         if let model = selected?.model {

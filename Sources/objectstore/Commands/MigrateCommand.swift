@@ -5,7 +5,7 @@ import ObjectModel
 import ObjectStore
 import Synchronization
 
-/// `objectstore migrate <store> --model <bundle> [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json]
+/// `objectstore migrate <store> [--model <bundle>] [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json]
 /// [--on-incompatible fail|move-aside|recreate] [--allow-widening]`.
 struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,8 +21,10 @@ struct MigrateCommand: ParsableCommand {
     )
 
     @Argument(help: "The store.") var store: String
-    @Option(name: .long, help: "The model bundle (.xcdatamodeld) or a JSON model file with the store's and the target's versions.")
-    var model: String
+    @Option(name: .long, help: ArgumentHelp(
+        "The model bundle (.xcdatamodeld or .momd) or a JSON model file with the store's and the target's versions.",
+        discussion: "Default: the store's own model (embedded, or a Core Data store's Z_MODELCACHE), its only version."))
+    var model: String?
     @Option(name: .customLong("to"), help: "The target version (default: the bundle's current version).") var target: String?
     @Option(name: .customLong("mapping"), help: "A mapping file for one step; it names its versions or records their hashes (repeatable).")
     var mappings: [String] = []
@@ -54,7 +56,8 @@ struct MigrateCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        var versions = try ModelLoader.load(at: URL(filePath: model))
+        var versions = try loadVersions(type: type)
+        let model = self.model ?? store
         for pair in next {
             let parts = pair.split(separator: "=").map(String.init)
             for name in parts where !versions.names.contains(name) {
@@ -124,6 +127,19 @@ struct MigrateCommand: ParsableCommand {
         } else {
             output("migrated \(store) from \(plan.storeVersion) to \(plan.targetVersion)")
         }
+    }
+
+    /// The name the store's own model goes by when no `--model` is given.
+    static let storeModelName = "store model"
+
+    /// The versions of `--model`, else the store's own model as the only version.
+    private func loadVersions(type: any StoreType) throws -> ModelVersions {
+        if let model { return try ModelLoader.load(at: URL(filePath: model)) }
+        let metadata = try type.readMetadata(at: URL(filePath: store))
+        guard let own = try ModelSelection.storeModel(at: store, type: type, metadata: metadata) else {
+            throw CLIError("\(store): the store has no model of its own (give --model with its .xcdatamodeld, .momd or JSON model)")
+        }
+        return try ModelVersions(versions: [.init(name: Self.storeModelName, model: own)])
     }
 
     /// Whether `error` says the store cannot reach the target at all: it matches no version, a step

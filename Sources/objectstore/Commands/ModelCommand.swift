@@ -6,14 +6,14 @@ import ObjectModel
 struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model",
-        abstract: "Show a model and its version hashes.",
-        subcommands: [ModelShowCommand.self, ModelHashesCommand.self]
+        abstract: "Show a model and its version hashes; extract the model a store carries.",
+        subcommands: [ModelShowCommand.self, ModelHashesCommand.self, ModelExtractCommand.self]
     )
 }
 
 /// The `<model> [--model-version NAME]` arguments every model command takes.
 struct ModelOptions: ParsableArguments {
-    @Argument(help: "A .xcdatamodeld bundle, a .xcdatamodel folder, or a JSON model file.")
+    @Argument(help: "A .xcdatamodeld bundle, a .xcdatamodel folder, a compiled .momd folder or .mom file, or a JSON model file.")
     var model: String
 
     @Option(name: .customLong("model-version"), help: "The model version to use (default: the bundle's current version).")
@@ -45,9 +45,13 @@ struct ModelHashesCommand: ParsableCommand {
     @OptionGroup var options: ModelOptions
 
     func run() throws {
-        let model = try options.load()
+        output(Self.lines(try options.load()))
+    }
+
+    /// `<Entity> <hex>` per entity, in ascending order of entity name.
+    static func lines(_ model: ManagedObjectModel) -> String {
         let hashes = model.versionHashes
-        output(hashes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\($0) \(hashes[$0]!.hexString)" }.joined(separator: "\n"))
+        return hashes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\($0) \(hashes[$0]!.hexString)" }.joined(separator: "\n")
     }
 }
 

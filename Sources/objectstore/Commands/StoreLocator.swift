@@ -12,8 +12,8 @@ struct StoreTypeOption: ParsableArguments {
 /// `--model` and `--model-version`, shared by every command that opens a store.
 struct ModelSelection: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
-        "The model: a .xcdatamodeld bundle, a .xcdatamodel folder, or a JSON model file.",
-        discussion: "Default: the model embedded in the store."))
+        "The model: a .xcdatamodeld bundle, a .xcdatamodel folder, a compiled .momd folder or .mom file, or a JSON model file.",
+        discussion: "Default: the model embedded in the store, else the model a Core Data store carries (Z_MODELCACHE)."))
     var model: String?
 
     @Option(name: .customLong("model-version"), help: ArgumentHelp(
@@ -31,6 +31,23 @@ struct ModelSelection: ParsableArguments {
 
     static let renamed = "--version is the tool's own version; name a model version with --model-version"
 
+    /// The model the store itself provides: the ObjectStore model embedded in its metadata,
+    /// else the one it carries in its own form (a Core Data store's `Z_MODELCACHE`); nil when
+    /// it has neither.
+    static func storeModel(at path: String, type: any StoreType, metadata: StoreMetadata) throws -> ManagedObjectModel? {
+        do {
+            if let embedded = try metadata.embeddedModel() { return embedded }
+        } catch let error as ModelError {
+            throw CLIError("\(path): the embedded model is unreadable: \(error.problems.joined(separator: "; "))")
+        }
+        guard let carrying = type as? any CarriedModelReading else { return nil }
+        do {
+            return try carrying.carriedModel(at: URL(filePath: path))
+        } catch let error as ModelError {
+            throw CLIError("\(path): the model the store carries (Z_MODELCACHE) cannot be read: \(error.problems.joined(separator: "; "))")
+        }
+    }
+
     /// The model for a new store: the named version, else the current one; nil without `--model`.
     func modelForNewStore() throws -> ManagedObjectModel? {
         guard let model else { return nil }
@@ -38,18 +55,14 @@ struct ModelSelection: ParsableArguments {
     }
 
     /// The model to open the existing store at `path` with, and the name of the version it is
-    /// (nil for the embedded model): the named version, else the version matching the store's
-    /// hashes, else the store's embedded model.
-    func modelForStore(at path: String, metadata: StoreMetadata) throws -> (model: ManagedObjectModel, version: String?) {
+    /// (nil for the store's own model): the named version, else the version matching the store's
+    /// hashes, else the store's own model (``storeModel(at:type:metadata:)``).
+    func modelForStore(at path: String, type: any StoreType, metadata: StoreMetadata) throws -> (model: ManagedObjectModel, version: String?) {
         guard let model else {
-            do {
-                guard let embedded = try metadata.embeddedModel() else {
-                    throw CLIError("\(path): the store has no embedded model (give --model with its .xcdatamodeld, .xcdatamodel or JSON model)")
-                }
-                return (embedded, nil)
-            } catch let error as ModelError {
-                throw CLIError("\(path): the embedded model is unreadable: \(error.problems.joined(separator: "; "))")
+            guard let own = try Self.storeModel(at: path, type: type, metadata: metadata) else {
+                throw CLIError("\(path): the store has no embedded model (give --model with its .xcdatamodeld, .xcdatamodel, .momd, .mom or JSON model)")
             }
+            return (own, nil)
         }
         let url = URL(filePath: model)
         let versions = try ModelLoader.load(at: url)
@@ -108,7 +121,7 @@ enum StoreLocator {
     /// The model an existing store opens with (see ``ModelSelection/modelForStore(at:metadata:)``).
     static func model(for path: String, type: any StoreType, selection: ModelSelection) throws -> (model: ManagedObjectModel, version: String?) {
         try requireExisting(path, type)
-        return try selection.modelForStore(at: path, metadata: try type.readMetadata(at: URL(filePath: path)))
+        return try selection.modelForStore(at: path, type: type, metadata: try type.readMetadata(at: URL(filePath: path)))
     }
 
     /// Opens an existing store with the model `selection` gives.
