@@ -10,9 +10,11 @@ public struct SQLiteStoreType: StoreType {
     public var name: String { SQLiteStore.typeName }
     public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
 
-    /// The file, then `-wal`, `-shm` and `-journal`: one store, moved and removed together.
+    /// The file, then `-wal`, `-shm` and `-journal`, and Core Data's `.<name>_SUPPORT` folder
+    /// (the files of external binary data): one store, moved, copied and removed together.
     public func fileURLs(for url: URL) -> [URL] {
         [url] + ["-wal", "-shm", "-journal"].map { url.deletingLastPathComponent().appending(path: url.lastPathComponent + $0) }
+            + [SQLiteExternalData.supportFolder(for: url)]
     }
 
     static let header = Data("SQLite format 3\0".utf8)
@@ -68,7 +70,7 @@ public struct SQLiteStoreType: StoreType {
         }
         // With a -wal or a -journal beside it, the main file's header and length may be behind
         // (a checkpoint cut short) or ahead (a rollback pending): SQLite settles that, not us.
-        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        let sidecars = SQLiteStoreType().fileURLs(for: url).prefix(4).dropFirst()
         guard !sidecars.contains(where: { FileManager.default.fileExists(atPath: $0.path) && !$0.path.hasSuffix("-shm") }) else { return }
         guard size % pageSize == 0 else {
             throw StoreError(.corrupt, "truncated: \(size) bytes is not a whole number of \(pageSize)-byte pages", url: url)
@@ -84,7 +86,7 @@ public struct SQLiteStoreType: StoreType {
     /// behind: sidecar files SQLite created are removed and the file is unchanged.
     static func openExisting(_ url: URL, readOnly: Bool) throws -> (SQLiteConnection, StoreMetadata) {
         try checkFile(url)
-        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        let sidecars = SQLiteStoreType().fileURLs(for: url).prefix(4).dropFirst()
         let existed = Set(sidecars.filter { FileManager.default.fileExists(atPath: $0.path) })
         let connection = try SQLiteConnection(path: url.path, readOnly: readOnly, create: false)
         do {
@@ -127,6 +129,12 @@ public struct SQLiteStoreType: StoreType {
         }.first ?? nil
         let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
         values[StoreMetadata.Key.storeUUID] = .string(uuid)
+        // How the store's external-storage columns hold values is the store's, not the caller's to drop.
+        if values[SQLiteExternalData.metadataKey] == nil,
+           case .blob(let plist)? = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows([], { $0.column(0) }).first,
+           let marker = PropertyListValue.decodeDictionary(plist)?[SQLiteExternalData.metadataKey] {
+            values[SQLiteExternalData.metadataKey] = marker
+        }
         let plist = try PropertyListValue.binaryPropertyList(values)
         try connection.statement("DELETE FROM Z_METADATA").run()
         try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)").run([.text(uuid), .blob(plist)])
