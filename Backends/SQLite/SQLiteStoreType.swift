@@ -40,6 +40,32 @@ public struct SQLiteStoreType: StoreType {
         return try SQLiteStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 
+    /// Moves the whole store (``StoreType/replaceFiles(at:with:)``: external data files merged
+    /// first, the main file last), then removes the external data files the new store does not name.
+    public func replace(at destination: URL, with source: URL) throws {
+        try replaceFiles(at: destination, with: source)
+        try? Self.removeUnnamedExternalFiles(at: FileOperations.resolved(destination))
+    }
+
+    /// Removes the files of a closed store's `_EXTERNAL_DATA` folder that no value of its tables
+    /// names (any BLOB column's value tagged 0x02: without a model, a column that only looks
+    /// like a reference keeps a file, never the other way round). In one write transaction.
+    static func removeUnnamedExternalFiles(at url: URL) throws {
+        let external = SQLiteExternalData(store: url, isTagged: true)
+        guard let present = try? FileManager.default.contentsOfDirectory(atPath: external.folder.path), !present.isEmpty else { return }
+        let (connection, _) = try openExisting(url, readOnly: false)
+        defer { connection.close() }
+        let pairs = try connection.statement(
+            "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table' AND upper(p.type) = 'BLOB'").rows { row in
+            (row.column(0), row.column(1))
+        }
+        var columns: [String: [String]] = [:]
+        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()) {
+            columns[table, default: []].append(column)
+        }
+        try external.removeOrphans(connection, columns: columns)
+    }
+
     /// Folds the WAL into the main file (`PRAGMA wal_checkpoint(TRUNCATE)`); closing removes the empty WAL.
     public func checkpoint(at given: URL) throws {
         let url = FileOperations.resolved(given)

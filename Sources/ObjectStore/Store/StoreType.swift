@@ -66,7 +66,13 @@ extension StoreType {
         }
     }
 
-    public func replace(at givenDestination: URL, with givenSource: URL) throws {
+    public func replace(at destination: URL, with source: URL) throws {
+        try replaceFiles(at: destination, with: source)
+    }
+
+    /// What ``replace(at:with:)`` does by default, for a type that does more around it: the
+    /// whole file set moved in an order where every moment leaves one whole store, folders merged.
+    public func replaceFiles(at givenDestination: URL, with givenSource: URL) throws {
         let (destination, source) = (FileOperations.resolved(givenDestination), FileOperations.resolved(givenSource))
         guard storeExists(at: source) else { throw StoreError(.notFound, "no \(name) store to move", url: source) }
         try checkpoint(at: source)
