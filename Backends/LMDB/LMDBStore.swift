@@ -340,6 +340,7 @@ struct LMDBView: RowSource {
     /// appended while their keys follow the entity's last one.
     func insert(_ batch: RecordBatch, model: ManagedObjectModel) throws {
         try batch.checkInsertable(in: model)
+        if !batch.entity.uniquenessConstraints.isEmpty { try checkUniqueness(ChangeSet(inserted: batch.records), model: model, url: URL(filePath: file)) }
         let description = batch.entity
         let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
         let table = LMDBLayout.rows(description.name)

@@ -16,6 +16,8 @@ extension SQLiteStore: BulkCopying {
         guard !isReadOnly, let source = source as? SQLiteStore, let sourceURL = source.url, let url,
               sourceURL.standardizedFileURL != url.standardizedFileURL,
               source.model.versionHashes == model.versionHashes,
+              // Flagged columns are copied as they are: both stores must hold them alike.
+              source.external.isTagged == external.isTagged,
               Set(entities) == Set(model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)),
               source.schema.byNumber == schema.byNumber,
               Set(source.schema.tables.keys) == Set(schema.tables.keys) else { return false }
@@ -41,46 +43,51 @@ extension SQLiteStore: BulkCopying {
         guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
             throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
         }
-        return try withReader { reader in
-            let connection = reader.connection
-            // Read-only, so the transaction never takes the source's write lock.
-            try connection.statement("ATTACH DATABASE ?1 AS \(Self.attached)").run([.text(URL(filePath: sourceURL.path).absoluteString + "?mode=ro")])
-            defer { try? connection.execute("DETACH DATABASE \(Self.attached)") }
-            return try connection.transaction(immediate: false) {
-                var counts: [String: Int] = [:]
-                let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
-                // A table's columns as the file declares them: name, type, hidden or generated, in order.
-                func declared(_ database: String, _ table: String) throws -> [SQLValue] {
-                    try connection.statement("SELECT name || ':' || type || ':' || hidden FROM pragma_table_xinfo(?1, ?2)")
-                        .rows([.text(table), .text(database)]) { $0.column(0) }
-                }
-                for (name, table) in schema.tables {
-                    let quoted = quote(name)
-                    let held = byTable[name] ?? []
-                    if held.count <= 1, try declared(Self.attached, name) == declared("main", name) {
-                        try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
-                        guard let entity = held.first else { continue }
-                        let copied = connection.changes
-                        try connection.statement("DELETE FROM main.\(quoted) WHERE Z_ENT IS NOT ?1").run([.integer(Int64(entity.number))])
-                        counts[entity.name] = copied - connection.changes
-                        continue
-                    }
-                    let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
-                    guard !held.isEmpty else {
-                        try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
-                        continue
-                    }
-                    for entity in held {
-                        try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
-                            .run([.integer(Int64(entity.number))])
-                        counts[entity.name] = connection.changes
-                    }
-                }
-                try connection.execute("""
-                    UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, coalesce((SELECT s.Z_MAX FROM \(Self.attached).Z_PRIMARYKEY s WHERE s.Z_ENT = main.Z_PRIMARYKEY.Z_ENT), 0))
-                    """)
-                return counts
+        // The ATTACH outside any transaction, read-only so the copy never takes the source's write
+        // lock; the copy in one transaction (``write(immediate:_:)``).
+        try withReader { reader in
+            try reader.connection.statement("ATTACH DATABASE ?1 AS \(Self.attached)").run([.text(URL(filePath: sourceURL.path).absoluteString + "?mode=ro")])
+        }
+        defer { try? withReader { try $0.connection.execute("DETACH DATABASE \(Self.attached)") } }
+        let sourceExternal = (source as! SQLiteStore).external
+        return try write(immediate: false) { writer in
+            let connection = writer.connection
+            var counts: [String: Int] = [:]
+            let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
+            // A table's columns as the file declares them: name, type, hidden or generated, in order.
+            func declared(_ database: String, _ table: String) throws -> [SQLValue] {
+                try connection.statement("SELECT name || ':' || type || ':' || hidden FROM pragma_table_xinfo(?1, ?2)")
+                    .rows([.text(table), .text(database)]) { $0.column(0) }
             }
+            for (name, table) in schema.tables {
+                let quoted = quote(name)
+                let held = byTable[name] ?? []
+                if held.count <= 1, try declared(Self.attached, name) == declared("main", name) {
+                    try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
+                    guard let entity = held.first else { continue }
+                    let copied = connection.changes
+                    try connection.statement("DELETE FROM main.\(quoted) WHERE Z_ENT IS NOT ?1").run([.integer(Int64(entity.number))])
+                    counts[entity.name] = copied - connection.changes
+                    continue
+                }
+                let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
+                guard !held.isEmpty else {
+                    try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
+                    continue
+                }
+                for entity in held {
+                    try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
+                        .run([.integer(Int64(entity.number))])
+                    counts[entity.name] = connection.changes
+                }
+            }
+            try connection.execute("""
+                UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, coalesce((SELECT s.Z_MAX FROM \(Self.attached).Z_PRIMARYKEY s WHERE s.Z_ENT = main.Z_PRIMARYKEY.Z_ENT), 0))
+                """)
+            // The files the copied rows name come along (linked where the file system allows).
+            let names = try SQLiteExternalData.referencedNames(connection, columns: SQLiteExternalData.columns(schema, model))
+            try external.adopt(names, from: sourceExternal, files: writer.files, url: url)
+            return counts
         }
     }
 }

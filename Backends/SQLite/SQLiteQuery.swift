@@ -69,7 +69,9 @@ struct SQLiteQuery {
     }
 
     private func column(_ keyPath: String) -> (String, AttributeType)? {
+        // An attribute with external storage holds tagged values (or file names): compared in Swift, on the values.
         guard !keyPath.contains("."), let attribute = model.entity(named: entity)?.attributesByName[keyPath], !attribute.isTransient,
+              !attribute.allowsExternalBinaryDataStorage,
               let column = schema.entities[entity]?.attributes[keyPath] else { return nil }
         return (column, attribute.type)
     }

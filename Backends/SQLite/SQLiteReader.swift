@@ -7,21 +7,24 @@ final class SQLiteReader {
     let connection: SQLiteConnection
     let schema: SQLiteSchema
     let model: ManagedObjectModel
+    /// Where the values of attributes with external storage are, and how their columns hold them.
+    let external: SQLiteExternalData
     /// The SELECT list of each table: its columns, in schema order.
     private var selectLists: [String: (sql: String, index: [String: Int32])] = [:]
 
     /// How to turn a row of one entity into a record, worked out once.
     private struct DecodePlan {
         let name: String
-        let attributes: [(name: String, type: AttributeType, column: Int32)]
+        let attributes: [(name: String, type: AttributeType, column: Int32, external: Bool)]
         let toOne: [(name: String, destination: String, key: Int32, entity: Int32?)]
     }
     private var plans: [Int: DecodePlan] = [:]
 
-    init(connection: SQLiteConnection, schema: SQLiteSchema, model: ManagedObjectModel) {
+    init(connection: SQLiteConnection, schema: SQLiteSchema, model: ManagedObjectModel, external: SQLiteExternalData) {
         self.connection = connection
         self.schema = schema
         self.model = model
+        self.external = external
         for table in schema.tables.values where !table.name.hasPrefix("Z_") {
             let names = table.columns.map(\.name)
             selectLists[table.name] = (names.map { "t." + quote($0) }.joined(separator: ", "),
@@ -32,7 +35,7 @@ final class SQLiteReader {
             plans[mapping.number] = DecodePlan(
                 name: name,
                 attributes: mapping.attributes.compactMap { attribute, column in
-                    description.attributesByName[attribute].map { (attribute, $0.type, index[column]!) }
+                    description.attributesByName[attribute].map { (attribute, $0.type, index[column]!, $0.allowsExternalBinaryDataStorage) }
                 }.sorted { $0.column < $1.column },
                 toOne: mapping.toOne.compactMap { relationship, columns in
                     description.relationshipsByName[relationship].map {
@@ -135,6 +138,14 @@ final class SQLiteReader {
         return entity
     }
 
+    /// A column's value as `type`; for an attribute with external storage, the bytes its tagged
+    /// value holds or names (``SQLiteExternalData``).
+    private func value(_ sql: SQLValue, as type: AttributeType, external: Bool, at place: @autoclosure () -> String) throws -> Value? {
+        let value = try SQLiteValues.value(sql, as: type, at: place(), in: connection.path)
+        guard external, case .data(let blob)? = value else { return value }
+        return .data(try self.external.read(blob, at: place(), url: URL(filePath: connection.path)))
+    }
+
     /// Decodes the current row of a `SELECT <select list> FROM <table> t`.
     private func decode(_ row: Statement, table: String) throws -> ObjectRecord? {
         guard let plan = plans[Int(row.int64(1))] else { return nil }
@@ -142,9 +153,8 @@ final class SQLiteReader {
         // Sized once (`reserveCapacity` on a dictionary costs a generic call per row).
         var attributes = [String: Value](minimumCapacity: plan.attributes.count)
         for attribute in plan.attributes {
-            let value = try SQLiteValues.value(row.column(attribute.column), as: attribute.type,
-                                               at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)",
-                                               in: connection.path)
+            let value = try self.value(row.column(attribute.column), as: attribute.type, external: attribute.external,
+                                       at: "\(table) row \(record.key.primaryKey), attribute \(plan.name).\(attribute.name)")
             if let value { attributes[attribute.name] = value }
         }
         record.attributes = attributes
@@ -232,7 +242,7 @@ final class SQLiteReader {
 
     /// Where each slot of an entity's layout is in its table's SELECT list, worked out once.
     private struct SlotPlan {
-        let attributes: [(column: Int32, type: AttributeType, name: String)]
+        let attributes: [(column: Int32, type: AttributeType, name: String, external: Bool)]
         let toOne: [(key: Int32, entity: Int32?, destination: String)]
     }
     private var slotPlans: [Int: SlotPlan] = [:]
@@ -241,7 +251,7 @@ final class SQLiteReader {
         if let plan = slotPlans[entity.number] { return plan }
         let index = selectLists[entity.table]!.index
         let plan = SlotPlan(
-            attributes: layout.attributes.map { (index[entity.attributes[$0.name]!]!, $0.type, $0.name) },
+            attributes: layout.attributes.map { (index[entity.attributes[$0.name]!]!, $0.type, $0.name, $0.allowsExternalBinaryDataStorage) },
             toOne: layout.toOne.map { relationship in
                 let columns = entity.toOne[relationship.name]!
                 return (index[columns.key]!, columns.entity.map { index[$0]! }, relationship.destination)
@@ -268,9 +278,9 @@ final class SQLiteReader {
     private func append(_ row: Statement, to batch: inout RecordBatch, _ plan: SlotPlan, table: String) throws {
         let r = batch.appendRow(primaryKey: row.int64(0), version: row.int64(2))
         for (slot, attribute) in plan.attributes.enumerated() {
-            batch[r, attribute: slot] = try SQLiteValues.value(
-                row.column(attribute.column), as: attribute.type,
-                at: "\(table) row \(batch.primaryKeys[r]), attribute \(batch.entity.name).\(attribute.name)", in: connection.path)
+            batch[r, attribute: slot] = try value(
+                row.column(attribute.column), as: attribute.type, external: attribute.external,
+                at: "\(table) row \(batch.primaryKeys[r]), attribute \(batch.entity.name).\(attribute.name)")
         }
         for (slot, link) in plan.toOne.enumerated() {
             guard case .integer(let pk) = row.column(link.key) else { continue }

@@ -37,6 +37,10 @@ struct SQLiteSchema {
         /// Each column's name, SQL type and what it holds (`Post.title`, `key`).
         var columns: [(name: String, type: String, purpose: String)]
         var indexes: [(name: String, columns: [String])]
+        /// The unique index of each uniqueness constraint: Core Data's name and shape
+        /// (`CREATE UNIQUE INDEX Z_Car_UNIQUE_numberPlate ON ZCAR (ZNUMBERPLATE COLLATE BINARY ASC)`);
+        /// `kinds` limits one declared below the root to its entity numbers (`WHERE Z_ENT IN (…)`).
+        var uniqueIndexes: [(name: String, columns: [String], kinds: [Int]?)] = []
     }
 
     let entities: [String: Entity]
@@ -253,6 +257,12 @@ struct SQLiteSchema {
                 guard !columns.isEmpty else { continue }
                 tables[tableName(name)]!.indexes.append(("Z_\(name)_\(index.name)", columns))
             }
+            for properties in entity.declaration.uniquenessConstraints where !properties.isEmpty {
+                let columns = properties.compactMap { attributeColumns[name]?[$0] ?? toOneColumns[name]?[$0]?.key }
+                guard columns.count == properties.count else { continue }
+                let kinds = entity.parent == nil ? nil : entity.kindNames.map { number[$0]! }.sorted()
+                tables[tableName(name)]!.uniqueIndexes.append((UniquenessConstraint(entity: name, properties: properties).indexName, columns, kinds))
+            }
         }
         var entities: [String: Entity] = [:]
         for name in ordered {
@@ -289,7 +299,13 @@ struct SQLiteSchema {
     static func createStatements(for table: Table) -> [String] {
         let columns = table.columns.map { "\(quote($0.name)) \($0.type)" }
         let primary = table.name.hasPrefix("Z_") ? ", PRIMARY KEY (\(quote(table.columns[0].name)), \(quote(table.columns[1].name)))" : ""
-        return ["CREATE TABLE \(quote(table.name)) (\(columns.joined(separator: ", "))\(primary))"] + table.indexes.map { createStatement(for: $0, on: table.name) }
+        let unique = table.uniqueIndexes.map { index in
+            let columns = index.columns.map { "\(quote($0)) COLLATE BINARY ASC" }.joined(separator: ", ")
+            let partial = index.kinds.map { " WHERE Z_ENT IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            return "CREATE UNIQUE INDEX \(quote(index.name)) ON \(quote(table.name)) (\(columns))\(partial)"
+        }
+        return ["CREATE TABLE \(quote(table.name)) (\(columns.joined(separator: ", "))\(primary))"]
+            + table.indexes.map { createStatement(for: $0, on: table.name) } + unique
     }
 
     /// The statement that creates one index of `table`.

@@ -35,6 +35,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
     public let isReadOnly: Bool
 
     let schema: SQLiteSchema
+    /// Where values of attributes with external storage live, and how their columns hold them.
+    let external: SQLiteExternalData
     /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
     private let deferredDurability: Bool
     /// Whether this is a snapshot: its connection stays in one read transaction until closed.
@@ -71,11 +73,14 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
         }
         self.schema = schema
+        external = SQLiteExternalData(store: url, isTagged: SQLiteExternalData.isTagged(metadata))
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
         deferredDurability = options.deferredDurability && !options.readOnly
         identifier = metadata.storeUUID ?? UUID()
         isSnapshot = false
-        reader = SQLiteReader(connection: connection, schema: schema, model: model)
+        reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
+        // Files a crash left that no row names (best effort: a store another process is writing is left alone).
+        if !options.readOnly { try? external.removeOrphans(connection, columns: SQLiteExternalData.columns(schema, model)) }
     }
 
     /// A second connection to `store`'s file, inside one read transaction: in WAL mode it
@@ -85,6 +90,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         model = store.model
         schema = store.schema
         identifier = store.identifier
+        external = store.external
         isReadOnly = true
         deferredDurability = false
         isSnapshot = true
@@ -98,7 +104,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
             connection.close()
             throw error
         }
-        reader = SQLiteReader(connection: connection, schema: schema, model: model)
+        reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
     }
 
     public func snapshot() throws -> any PersistentStore {
@@ -116,6 +122,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
             try connection.execute("PRAGMA journal_mode = \(mode)")
             var metadata = try StoreMetadata(storeType: coreDataStoreType, model: model)
             metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
+            metadata[SQLiteExternalData.metadataKey] = .integer(1)
             try connection.transaction {
                 for sql in schema.createStatements { try connection.execute(sql) }
                 let insert = try connection.statement("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?1, ?2, ?3, 0)")
@@ -190,19 +197,31 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
     /// Rows that set no to-one relationship are bound slot by slot as the batches come; the
     /// others join the change set as records (see ``SQLiteWriter/apply(_:insertingBatches:)``).
     public func save(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
-        try checkWritable()
-        try withReader { reader in
-            try reader.connection.transaction {
-                try SQLiteWriter(reader: reader, storeID: identifier).apply(changes, insertingBatches: nextBatch)
-            }
-        }
+        try write { try $0.apply(changes, insertingBatches: nextBatch) }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
+        try write { try $0.apply(changes, checkingReferences: checkingReferences) }
+    }
+
+    /// Runs `body` with a writer in one write transaction. External data files the writer
+    /// writes are synced before the commit and removed if it does not happen; files it makes
+    /// obsolete are removed after the commit (``ExternalFileLedger``).
+    func write<T>(immediate: Bool = true, _ body: (SQLiteWriter) throws -> T) throws -> T {
         try checkWritable()
-        try withReader { reader in
-            try reader.connection.transaction {
-                try SQLiteWriter(reader: reader, storeID: identifier).apply(changes, checkingReferences: checkingReferences)
+        return try withReader { reader in
+            let files = ExternalFileLedger()
+            do {
+                let result = try reader.connection.transaction(immediate: immediate) {
+                    let result = try body(SQLiteWriter(reader: reader, storeID: identifier, files: files))
+                    try files.flush(url: url)
+                    return result
+                }
+                files.committed()
+                return result
+            } catch {
+                files.rolledBack()
+                throw error
             }
         }
     }
@@ -241,10 +260,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
         if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
-        try checkWritable()
-        try withReader { reader in
-            try reader.connection.transaction { try SQLiteWriter(reader: reader, storeID: identifier).insert(batch) }
-        }
+        try write { try $0.insert(batch) }
     }
 
     /// Closes the connection; the last connection to close folds the WAL into the main file.

@@ -10,9 +10,11 @@ public struct SQLiteStoreType: StoreType {
     public var name: String { SQLiteStore.typeName }
     public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
 
-    /// The file, then `-wal`, `-shm` and `-journal`: one store, moved and removed together.
+    /// The file, then `-wal`, `-shm` and `-journal`, and Core Data's `.<name>_SUPPORT` folder
+    /// (the files of external binary data): one store, moved, copied and removed together.
     public func fileURLs(for url: URL) -> [URL] {
         [url] + ["-wal", "-shm", "-journal"].map { url.deletingLastPathComponent().appending(path: url.lastPathComponent + $0) }
+            + [SQLiteExternalData.supportFolder(for: url)]
     }
 
     static let header = Data("SQLite format 3\0".utf8)
@@ -36,6 +38,32 @@ public struct SQLiteStoreType: StoreType {
         guard let url else { throw StoreError(.notFound, "a SQLite store needs a file URL (use the memory type for an anonymous store)") }
         // Through a link or its real path, one store: its -wal and -journal beside the real file.
         return try SQLiteStore(url: FileOperations.resolved(url), model: model, options: options)
+    }
+
+    /// Moves the whole store (``StoreType/replaceFiles(at:with:)``: external data files merged
+    /// first, the main file last), then removes the external data files the new store does not name.
+    public func replace(at destination: URL, with source: URL) throws {
+        try replaceFiles(at: destination, with: source)
+        try? Self.removeUnnamedExternalFiles(at: FileOperations.resolved(destination))
+    }
+
+    /// Removes the files of a closed store's `_EXTERNAL_DATA` folder that no value of its tables
+    /// names (any BLOB column's value tagged 0x02: without a model, a column that only looks
+    /// like a reference keeps a file, never the other way round). In one write transaction.
+    static func removeUnnamedExternalFiles(at url: URL) throws {
+        let external = SQLiteExternalData(store: url, isTagged: true)
+        guard let present = try? FileManager.default.contentsOfDirectory(atPath: external.folder.path), !present.isEmpty else { return }
+        let (connection, _) = try openExisting(url, readOnly: false)
+        defer { connection.close() }
+        let pairs = try connection.statement(
+            "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table' AND upper(p.type) = 'BLOB'").rows { row in
+            (row.column(0), row.column(1))
+        }
+        var columns: [String: [String]] = [:]
+        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()) {
+            columns[table, default: []].append(column)
+        }
+        try external.removeOrphans(connection, columns: columns)
     }
 
     /// Folds the WAL into the main file (`PRAGMA wal_checkpoint(TRUNCATE)`); closing removes the empty WAL.
@@ -68,7 +96,7 @@ public struct SQLiteStoreType: StoreType {
         }
         // With a -wal or a -journal beside it, the main file's header and length may be behind
         // (a checkpoint cut short) or ahead (a rollback pending): SQLite settles that, not us.
-        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        let sidecars = SQLiteStoreType().fileURLs(for: url).prefix(4).dropFirst()
         guard !sidecars.contains(where: { FileManager.default.fileExists(atPath: $0.path) && !$0.path.hasSuffix("-shm") }) else { return }
         guard size % pageSize == 0 else {
             throw StoreError(.corrupt, "truncated: \(size) bytes is not a whole number of \(pageSize)-byte pages", url: url)
@@ -84,7 +112,7 @@ public struct SQLiteStoreType: StoreType {
     /// behind: sidecar files SQLite created are removed and the file is unchanged.
     static func openExisting(_ url: URL, readOnly: Bool) throws -> (SQLiteConnection, StoreMetadata) {
         try checkFile(url)
-        let sidecars = SQLiteStoreType().fileURLs(for: url).dropFirst()
+        let sidecars = SQLiteStoreType().fileURLs(for: url).prefix(4).dropFirst()
         let existed = Set(sidecars.filter { FileManager.default.fileExists(atPath: $0.path) })
         let connection = try SQLiteConnection(path: url.path, readOnly: readOnly, create: false)
         do {
@@ -127,6 +155,12 @@ public struct SQLiteStoreType: StoreType {
         }.first ?? nil
         let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
         values[StoreMetadata.Key.storeUUID] = .string(uuid)
+        // How the store's external-storage columns hold values is the store's, not the caller's to drop.
+        if values[SQLiteExternalData.metadataKey] == nil,
+           case .blob(let plist)? = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows([], { $0.column(0) }).first,
+           let marker = PropertyListValue.decodeDictionary(plist)?[SQLiteExternalData.metadataKey] {
+            values[SQLiteExternalData.metadataKey] = marker
+        }
         let plist = try PropertyListValue.binaryPropertyList(values)
         try connection.statement("DELETE FROM Z_METADATA").run()
         try connection.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)").run([.text(uuid), .blob(plist)])

@@ -6,6 +6,8 @@ import ObjectStore
 struct SQLiteWriter {
     let reader: SQLiteReader
     let storeID: UUID
+    /// The external data files this save writes and makes obsolete.
+    let files: ExternalFileLedger
     var connection: SQLiteConnection { reader.connection }
     var schema: SQLiteSchema { reader.schema }
     var model: ManagedObjectModel { reader.model }
@@ -25,6 +27,7 @@ struct SQLiteWriter {
     /// first, then the model's rules (ChangeSet+Rules); the database checks keys in use and targets.
     private func applyWithVersionsChecked(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try changes.checkShape(model: model)
+        try checkUniqueness(changes)
         let given = changes.givenRelationships
         for deletion in changes.deleted { try delete(deletion) }
         var lastKeys: [Int: Int64] = [:]
@@ -76,6 +79,33 @@ struct SQLiteWriter {
         try applyWithVersionsChecked(changes, checkingReferences: true)
     }
 
+    /// ``ChangeSet/checkUniqueness(model:url:stored:holders:)`` against the rows: the holders of
+    /// a constraint's values found with one SELECT, which its unique index answers.
+    private func checkUniqueness(_ changes: ChangeSet) throws {
+        guard model.entityDescriptions.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
+        try changes.checkUniqueness(model: model, url: URL(filePath: connection.path), stored: { key, names in
+            try reader.record(for: key).map { record in names.map { record.attributes[$0].map(UniqueField.value) ?? record.toOne[$0].map(UniqueField.object) } }
+        }, holders: { constraint, values in
+            guard let mapping = schema.entities[constraint.entity] else { return [] }
+            var conditions: [String] = []
+            for (i, name) in constraint.properties.enumerated() {
+                guard let column = mapping.attributes[name] ?? mapping.toOne[name]?.key else { return [] }
+                conditions.append("\(quote(column)) = ?\(i + 1)")
+            }
+            let sql = "SELECT Z_PK, Z_ENT FROM \(quote(mapping.table)) WHERE \(conditions.joined(separator: " AND ")) "
+                + "AND Z_ENT IN (\(mapping.kinds.map(String.init).joined(separator: ", ")))"
+            let arguments = values.map { field -> SQLValue in
+                switch field {
+                case .value(let value): SQLiteValues.sql(value)
+                case .object(let key): .integer(key.primaryKey)
+                }
+            }
+            return try connection.statement(sql).rows(arguments) { row in (row.int64(0), row.int64(1)) }.compactMap { pk, number in
+                schema.byNumber[Int(number)].map { ObjectKey($0, pk) }
+            }
+        })
+    }
+
     /// ``ChangeSet/checkVersions(storeID:version:)`` against the rows' `Z_OPT`.
     private func checkVersions(_ changes: ChangeSet) throws {
         try changes.checkVersions(storeID: storeID) { key in
@@ -103,7 +133,8 @@ struct SQLiteWriter {
     }
 
     private func delete(_ deletion: ObjectDeletion) throws {
-        let (_, mapping) = try self.description(deletion.key, "delete")
+        let (description, mapping) = try self.description(deletion.key, "delete")
+        try retireFiles(of: deletion.key, mapping, description.storedAttributes.map(\.name))
         var sql = "DELETE FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2"
         var arguments: [SQLValue] = [.integer(deletion.key.primaryKey), .integer(Int64(mapping.number))]
         if let expected = deletion.expectedVersion { sql += " AND Z_OPT = ?3"; arguments.append(.integer(expected)) }
@@ -123,7 +154,7 @@ struct SQLiteWriter {
         var columns: [(String, SQLValue)] = []
         for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
             guard let column = mapping.attributes[name] else { throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)") }
-            columns.append((column, SQLiteValues.sql(value)))
+            columns.append((column, try sql(value, of: model.entity(named: key.entity)?.attributesByName[name])))
         }
         for (name, target) in toOne.sorted(by: { $0.key < $1.key }) {
             guard let column = mapping.toOne[name] else {
@@ -149,7 +180,7 @@ struct SQLiteWriter {
             guard let slot = plan.attributes[name] else {
                 throw StoreError(.invalidChange, "\(record.key): no stored attribute named \(name)")
             }
-            values[slot.index] = SQLiteValues.sql(value)
+            values[slot.index] = try sql(value, of: description.attributesByName[name])
         }
         for (name, target) in record.toOne {
             guard let slot = plan.toOne[name] else {
@@ -166,7 +197,34 @@ struct SQLiteWriter {
         do {
             try insert.run(values)
         } catch let error as StoreError where error.code == .invalidChange {
+            // A unique index of a uniqueness constraint the checks before did not see (one the file has and the model not).
+            if !error.message.contains(".Z_PK") && error.message.contains("UNIQUE") {
+                throw StoreError(.uniquenessViolated, "cannot insert \(key): \(error.message)", url: URL(filePath: connection.path), cause: error)
+            }
             throw StoreError(.invalidChange, "cannot insert \(key): primary key \(key.primaryKey) is in use in \(root)'s hierarchy")
+        }
+    }
+
+    /// A value as its column holds it; for an attribute with external storage, tagged (a large
+    /// value written to a file, see ``SQLiteExternalData``).
+    private func sql(_ value: Value?, of attribute: Attribute?) throws -> SQLValue {
+        guard let attribute, attribute.allowsExternalBinaryDataStorage, case .data(let data)? = value else { return value.map(SQLiteValues.sql) ?? .null }
+        return .blob(try reader.external.write(data, files: files, url: URL(filePath: connection.path)))
+    }
+
+    /// Notes the external data files the stored values of `names` (those with external storage)
+    /// name: the save that replaces or deletes them makes them obsolete.
+    private func retireFiles(of key: ObjectKey, _ mapping: SQLiteSchema.Entity, _ names: [String]) throws {
+        guard reader.external.isTagged, let entity = model.entity(named: key.entity) else { return }
+        let columns = names.sorted().compactMap { name in
+            entity.attributesByName[name].flatMap { $0.allowsExternalBinaryDataStorage ? mapping.attributes[name] : nil }
+        }
+        guard !columns.isEmpty else { return }
+        let sql = "SELECT \(columns.map(quote).joined(separator: ", ")) FROM \(quote(mapping.table)) WHERE Z_PK = ?1 AND Z_ENT = ?2"
+        for row in try connection.statement(sql).rows([.integer(key.primaryKey), .integer(Int64(mapping.number))], { row in columns.indices.map { row.column(Int32($0)) } }) {
+            for case .blob(let blob) in row {
+                if let name = try? SQLiteExternalData.fileName(blob, at: { "" }, url: nil) { files.retire(reader.external.folder.appending(path: name)) }
+            }
         }
     }
 
@@ -184,6 +242,9 @@ struct SQLiteWriter {
         guard let mapping = schema.entities[description.name] else { throw StoreError(.invalidChange, "no entity named \(description.name)") }
         try batch.checkInsertable(in: model)
         guard !batch.isEmpty else { return }
+        if !description.uniquenessConstraints.isEmpty {
+            try checkUniqueness(ChangeSet(inserted: batch.records.enumerated().filter { !skipped.contains($0.offset) }.map(\.element)))
+        }
         let plan = reader.insertPlan(for: mapping.number)
         let layout = batch.layout
         let attributes = layout.attributes.map { plan.attributes[$0.name]! }
@@ -198,7 +259,7 @@ struct SQLiteWriter {
             values[1] = .integer(Int64(mapping.number))
             values[2] = .integer(max(1, batch.versions[row]))
             for (slot, place) in attributes.enumerated() {
-                values[place.index] = batch[row, attribute: slot].map(SQLiteValues.sql) ?? .null
+                values[place.index] = try sql(batch[row, attribute: slot], of: layout.attributes[slot])
             }
             for (slot, place) in links.enumerated() {
                 let target = batch[row, toOne: slot]
@@ -214,6 +275,7 @@ struct SQLiteWriter {
 
     private func update(_ update: ObjectUpdate, bumpingVersion: Bool, given: [RelationshipSide: [ObjectKey]]) throws {
         let (_, mapping) = try self.description(update.key, "update")
+        try retireFiles(of: update.key, mapping, Array(update.attributes.keys))
         let columns = try assignments(update.key, mapping, attributes: update.attributes, toOne: update.toOne)
         // Moving to the end of an ordered to-many is decided on the foreign key before it changes.
         for (name, target) in update.toOne.sorted(by: { $0.key < $1.key }) { try appendOrder(update.key, name, target, given: given, inserted: false) }

@@ -48,6 +48,7 @@ public struct StoreConformance: Sendable {
         case destroyAndReplace
         case sameAnswersAsTheReferenceEvaluator
         case concurrentUse
+        case uniquenessConstraints
 
         public var description: String { rawValue }
     }
@@ -110,6 +111,7 @@ public struct StoreConformance: Sendable {
         case .destroyAndReplace: try destroyAndReplace(scope)
         case .sameAnswersAsTheReferenceEvaluator: try referenceAnswers(scope)
         case .concurrentUse: try concurrentUse(scope)
+        case .uniquenessConstraints: try uniqueness(scope)
         }
     }
 }

@@ -40,6 +40,8 @@ extension RecordTables {
     private func check(_ members: BatchMembers, model: ManagedObjectModel, checkingReferences: Bool) throws -> Bool {
         for batch in members.batches { try batch.checkInsertable(in: model) }
         try checkKeys(members, model: model)
+        let constrained = members.batches.filter { !$0.entity.uniquenessConstraints.isEmpty }
+        if !constrained.isEmpty { try checkUniqueness(ChangeSet(inserted: constrained.flatMap(\.records)), model: model) }
         var claims: [Claim: Claims] = [:]
         var completes = false
         for (b, batch) in members.batches.enumerated() {

@@ -79,6 +79,34 @@ extension RowSource {
         for deletion in changes.deleted {
             guard try exists(deletion.key) else { throw StoreError(.invalidChange, "cannot delete \(deletion.key): it does not exist") }
         }
+        try checkUniqueness(changes, model: model)
+    }
+
+    /// ``ChangeSet/checkUniqueness(model:url:stored:holders:)`` over these rows: the stored
+    /// objects of a constraint's entities are read once per save that touches the constraint.
+    public func checkUniqueness(_ changes: ChangeSet, model: ManagedObjectModel, url: URL? = nil) throws {
+        guard model.entityDescriptions.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
+        func field(_ row: StoredRow, _ name: String) -> UniqueField? {
+            row.attributes[name].map(UniqueField.value) ?? row.relationships[name]?.first.map(UniqueField.object)
+        }
+        var byValues: [UniquenessConstraint: [[UniqueField]: [ObjectKey]]] = [:]
+        try changes.checkUniqueness(model: model, url: url, stored: { key, names in
+            try row(key).map { row in names.map { field(row, $0) } }
+        }, holders: { constraint, values in
+            if byValues[constraint] == nil {
+                var index: [[UniqueField]: [ObjectKey]] = [:]
+                for kind in model.entity(named: constraint.entity)?.kindNames ?? [] {
+                    for pk in try primaryKeys(of: kind, after: nil, limit: nil) {
+                        let key = ObjectKey(kind, pk)
+                        guard let row = try row(key) else { continue }
+                        let fields = constraint.properties.compactMap { field(row, $0) }
+                        if fields.count == constraint.properties.count { index[fields, default: []].append(key) }
+                    }
+                }
+                byValues[constraint] = index
+            }
+            return byValues[constraint]![values] ?? []
+        })
     }
 
     /// The rows a validated change set writes: deletions, then every inserted and

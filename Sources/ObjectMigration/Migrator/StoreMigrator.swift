@@ -236,6 +236,7 @@ public final class StoreMigrator: Sendable {
                 let copy = try StagedStore(beside: url, verb: "migrating")
                 latest = copy
                 try FileManager.default.copyItem(at: main, to: copy.url)
+                try FileOperations.copyFolders(of: type.fileURLs(for: url), to: type.fileURLs(for: copy.url))
             }
             var index = 0
             while index < plan.steps.count {

@@ -102,10 +102,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let kindNames: [String]
     /// The entity's version hash (32 bytes).
     public let versionHash: Data
+    /// The uniqueness constraints its instances obey: its ancestors' (root first), then its own.
+    public let uniquenessConstraints: [UniquenessConstraint]
 
     init(declaration: Entity, attributes: [Attribute], relationships: [Relationship], ancestors: [String],
-         subentities: [String], kindNames: [String], versionHash: Data) {
+         subentities: [String], kindNames: [String], versionHash: Data, uniquenessConstraints: [UniquenessConstraint] = []) {
         self.declaration = declaration
+        self.uniquenessConstraints = uniquenessConstraints
         self.attributes = attributes
         self.relationships = relationships
         self.storedAttributes = attributes.filter { !$0.isTransient }
@@ -191,7 +194,10 @@ private final class ResolvedModel: Sendable {
             byName[entity.name] = EntityDescription(
                 declaration: entity, attributes: attributes, relationships: relationships, ancestors: chain,
                 subentities: (children[entity.name] ?? []).sorted(), kindNames: kinds(entity.name).sorted(),
-                versionHash: hash)
+                versionHash: hash,
+                uniquenessConstraints: lineage.flatMap { declaring in
+                    declaring.uniquenessConstraints.filter { !$0.isEmpty }.map { UniquenessConstraint(entity: declaring.name, properties: $0) }
+                })
         }
         problems = ModelChecker.relationshipProblems(byName)
         guard problems.isEmpty else { throw ModelError(.inconsistentModel, problems: problems) }

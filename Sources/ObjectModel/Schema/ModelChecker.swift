@@ -117,8 +117,16 @@ enum ModelChecker {
                 }
             }
             for constraint in entity.declaration.uniquenessConstraints {
-                for name in constraint where entity.attributesByName[name] == nil && entity.relationshipsByName[name] == nil {
-                    problems.append("\(entity.name): uniqueness constraint names unknown property \(name)")
+                for name in constraint {
+                    if let attribute = entity.attributesByName[name] {
+                        if attribute.isTransient { problems.append("\(entity.name): uniqueness constraint names transient attribute \(name)") }
+                    } else if let relationship = entity.relationshipsByName[name] {
+                        if relationship.isToMany || relationship.isTransient {
+                            problems.append("\(entity.name): uniqueness constraint names \(relationship.isToMany ? "to-many" : "transient") relationship \(name) (only stored attributes and to-one relationships)")
+                        }
+                    } else {
+                        problems.append("\(entity.name): uniqueness constraint names unknown property \(name)")
+                    }
                 }
             }
             for index in entity.declaration.indexes {

@@ -16,12 +16,16 @@ public enum JSONInterchange {
         public var predicate: ObjectPredicate?
         /// Objects read per batch.
         public var batchSize: Int
+        /// Whether transformable values that are keyed archives are shown as the JSON they
+        /// hold (``KeyedArchive``) instead of their bytes in base64: for reading, not for `import`.
+        public var decodeTransformables: Bool
 
         /// Creates options.
-        public init(entity: String? = nil, predicate: ObjectPredicate? = nil, batchSize: Int = 1_000) {
+        public init(entity: String? = nil, predicate: ObjectPredicate? = nil, batchSize: Int = 1_000, decodeTransformables: Bool = false) {
             self.entity = entity
             self.predicate = predicate
             self.batchSize = batchSize
+            self.decodeTransformables = decodeTransformables
         }
     }
 
@@ -52,7 +56,16 @@ public enum JSONInterchange {
                        try !PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: record, store: store)) { continue }
                     var entries: [(String, JSONText)] = [("_id", .string(id(record.key)))]
                     for attribute in entity.storedAttributes {
-                        entries.append((attribute.name, JSONText.value(record.attributes[attribute.name])))
+                        let value = record.attributes[attribute.name]
+                        if options.decodeTransformables, attribute.type == .transformable, case .data(let bytes)? = value, KeyedArchive.isArchive(bytes) {
+                            do {
+                                entries.append((attribute.name, try KeyedArchive.decode(bytes)))
+                            } catch let error as StoreError {
+                                throw StoreError(.corrupt, "\(id(record.key)).\(attribute.name): the keyed archive cannot be read: \(error.message)", url: store.url)
+                            }
+                            continue
+                        }
+                        entries.append((attribute.name, JSONText.value(value)))
                     }
                     for relationship in entity.storedRelationships {
                         if relationship.isToMany {

@@ -18,6 +18,38 @@ public enum FileOperations {
         }
     }
 
+    /// Whether `url` names a folder (following links).
+    public static func isFolder(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    /// Moves every file under the folder `source` into the folder `destination` (made if
+    /// missing), at the same relative paths, replacing files of the same name; then removes
+    /// `source`. Files `destination` had and `source` not stay.
+    public static func mergeFolder(_ source: URL, into destination: URL) throws {
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: destination.path) {
+            // Nothing to merge with: one rename moves it all.
+            try rename(source, over: destination)
+            return
+        }
+        for name in try fm.contentsOfDirectory(atPath: source.path) {
+            let from = source.appending(path: name), to = destination.appending(path: name)
+            if isFolder(from) { try mergeFolder(from, into: to) } else { try rename(from, over: to) }
+        }
+        try fm.removeItem(at: source)
+    }
+
+    /// Copies the folders of a store's file set from `source`'s set to `destination`'s (the
+    /// files the main file names, like SQLite's external data, which a copy of the main file needs).
+    public static func copyFolders(of source: [URL], to destination: [URL]) throws {
+        for (from, to) in zip(source, destination).dropFirst() where isFolder(from) {
+            try? FileManager.default.removeItem(at: to)
+            try FileManager.default.copyItem(at: from, to: to)
+        }
+    }
+
     /// Moves `source` to `destination`, which must not exist: never replaces a file another
     /// process put there meanwhile (a hard link, then the old name removed; where the file
     /// system has no hard links, a rename after checking).

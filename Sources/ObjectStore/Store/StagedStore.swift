@@ -58,8 +58,8 @@ public final class StagedStore: Sendable {
         let prefix = ".\(destination.lastPathComponent)."
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
         var stems: Set<String> = []
-        for name in names where name.hasPrefix(prefix) {
-            let rest = name.dropFirst(prefix.count)
+        for name in names where name.hasPrefix(prefix) || name.hasPrefix("." + prefix) {
+            let rest = name.dropFirst(prefix.count + (name.hasPrefix(prefix) ? 0 : 1))
             guard let dash = rest.firstIndex(of: "-"), verbs.contains(String(rest[..<dash])) else { continue }
             let id = rest[rest.index(after: dash)...].prefix(36)
             guard id.count == 36, UUID(uuidString: String(id)) != nil else { continue }
@@ -67,7 +67,8 @@ public final class StagedStore: Sendable {
         }
         var removed: [String] = []
         for stem in stems.sorted() where FileLock.isFree(folder.appending(path: stem + ".lock")) {
-            for name in names where name.hasPrefix(stem) { try? FileManager.default.removeItem(at: folder.appending(path: name)) }
+            // Its files, and the hidden companions named after it (`.<stem>_SUPPORT`, SQLite's external data).
+            for name in names where name.hasPrefix(stem) || name.hasPrefix("." + stem) { try? FileManager.default.removeItem(at: folder.appending(path: name)) }
             removed.append(stem)
         }
         return removed
@@ -82,8 +83,12 @@ public final class StagedStore: Sendable {
         guard let existing else {
             // The log folded in, the staged sidecars hold nothing the main file needs: they go
             // first, so a kill after the move leaves at most the staging's own lock file.
+            // Folders of the set (external data the main file names) move first: a main file never
+            // arrives before the files it names.
             try type.checkpoint(at: staged)
-            for sidecar in type.fileURLs(for: staged).dropFirst() { try? FileManager.default.removeItem(at: sidecar) }
+            for (sidecar, target) in zip(type.fileURLs(for: staged), type.fileURLs(for: destination)).dropFirst() {
+                if FileOperations.isFolder(sidecar) { try FileOperations.mergeFolder(sidecar, into: target) } else { try? FileManager.default.removeItem(at: sidecar) }
+            }
             try FileOperations.moveNew(type.fileURLs(for: staged)[0], to: destination)
             return
         }
@@ -94,11 +99,18 @@ public final class StagedStore: Sendable {
         // Another type: the old store's log folded in, its sidecars removed, then the new main file renamed over the old one.
         do { try existing.checkpoint(at: destination) } catch let error as StoreError where error.code == .corrupt {}
         let kept = FileOperations.attributes(destination)
-        for sidecar in existing.fileURLs(for: destination).dropFirst() where FileManager.default.fileExists(atPath: sidecar.path) {
+        // The old store's folders go after its main file (which names their files) is replaced.
+        let oldFolders = existing.fileURLs(for: destination).dropFirst().filter(FileOperations.isFolder)
+        for sidecar in existing.fileURLs(for: destination).dropFirst() where FileManager.default.fileExists(atPath: sidecar.path) && !oldFolders.contains(sidecar) {
             try FileManager.default.removeItem(at: sidecar)
         }
         try type.checkpoint(at: staged)
+        for (sidecar, target) in zip(type.fileURLs(for: staged), type.fileURLs(for: destination)).dropFirst() where FileOperations.isFolder(sidecar) {
+            try FileOperations.mergeFolder(sidecar, into: target)
+        }
         try FileOperations.rename(type.fileURLs(for: staged)[0], over: destination)
+        let newFolders = Set(type.fileURLs(for: destination).dropFirst().map(\.path))
+        for folder in oldFolders where !newFolders.contains(folder.path) { try? FileManager.default.removeItem(at: folder) }
         try? type.destroy(at: staged)
         if let kept { try FileOperations.apply(kept, to: destination) }
     }

@@ -26,6 +26,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let validationFailed = Code("validationFailed")
         /// A delete was refused by a `deny` rule; see ``StoreError/objectID``.
         public static let deleteDenied = Code("deleteDenied")
+        /// Two objects would have equal values for a uniqueness constraint; see ``StoreError/uniquenessViolation``.
+        public static let uniquenessViolated = Code("uniquenessViolated")
         /// A change names an object, entity or property that does not exist, or a key already in use.
         public static let invalidChange = Code("invalidChange")
         /// A fetch names an unknown entity or key path, or a predicate does not apply.
@@ -70,6 +72,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var compatibility: ModelCompatibility?
     /// The underlying error.
     public var cause: (any Error & Sendable)?
+    /// The constraint, values and objects, for ``Code/uniquenessViolated``.
+    public var uniquenessViolation: UniquenessViolation?
 
     /// Creates an error.
     public init(_ code: Code, _ message: String, url: URL? = nil, objectID: ObjectID? = nil,

@@ -19,7 +19,8 @@ public protocol StoreType: Sendable {
     /// one first (`sqlite`, `sqlite3`, `db`); empty for a type whose stores are no files.
     var fileExtensions: [String] { get }
     /// Every file a store at `url` may occupy, the main file first
-    /// (SQLite: `-wal`, `-shm`, `-journal`; LMDB: `-lock`).
+    /// (SQLite: `-wal`, `-shm`, `-journal` and the `.<name>_SUPPORT` folder of external
+    /// data; LMDB: `-lock`). A folder in the set moves, is copied and is removed with the store.
     func fileURLs(for url: URL) -> [URL]
     /// Whether a store of this type exists at `url`.
     func storeExists(at url: URL) -> Bool
@@ -65,7 +66,13 @@ extension StoreType {
         }
     }
 
-    public func replace(at givenDestination: URL, with givenSource: URL) throws {
+    public func replace(at destination: URL, with source: URL) throws {
+        try replaceFiles(at: destination, with: source)
+    }
+
+    /// What ``replace(at:with:)`` does by default, for a type that does more around it: the
+    /// whole file set moved in an order where every moment leaves one whole store, folders merged.
+    public func replaceFiles(at givenDestination: URL, with givenSource: URL) throws {
         let (destination, source) = (FileOperations.resolved(givenDestination), FileOperations.resolved(givenSource))
         guard storeExists(at: source) else { throw StoreError(.notFound, "no \(name) store to move", url: source) }
         try checkpoint(at: source)
@@ -84,10 +91,17 @@ extension StoreType {
         let fm = FileManager.default
         // Sidecars first and the main file last, so a main file never sits beside a
         // sidecar that belongs to another store; every moment leaves one whole store.
+        // A folder of the set (SQLite's external data) is merged, its files uniquely named:
+        // until the main file moves, the old one still finds every file it names.
+        var stale: [URL] = []
         for (from, to) in zip(sources, destinations).reversed() {
             do {
-                if fm.fileExists(atPath: from.path) {
+                if FileOperations.isFolder(from) {
+                    try FileOperations.mergeFolder(from, into: to)
+                } else if fm.fileExists(atPath: from.path) {
                     try FileOperations.rename(from, over: to)
+                } else if FileOperations.isFolder(to) {
+                    stale.append(to)
                 } else if fm.fileExists(atPath: to.path) {
                     try fm.removeItem(at: to)
                 }
@@ -95,6 +109,8 @@ extension StoreType {
                 throw StoreError(.io, "cannot move \(from.lastPathComponent) to \(to.path)", url: destination, cause: error)
             }
         }
+        // A folder only the old store had goes once the new main file is in place.
+        for folder in stale { try? fm.removeItem(at: folder) }
         // The store it replaced keeps who may read it.
         if let kept { try FileOperations.apply(kept, to: destination) }
     }

@@ -19,9 +19,15 @@ struct InspectCommand: ParsableCommand {
         try StoreLocator.requireExisting(store, type)
         let url = URL(filePath: store)
         let metadata = try type.readMetadata(at: url)
+        func size(_ path: String) -> Int? { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue }
         let files: [(String, Int)] = type.fileURLs(for: url).compactMap { file in
-            guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber else { return nil }
-            return (file.path, size.intValue)
+            // A folder of the set (SQLite's external data): the bytes of the files in it.
+            if FileOperations.isFolder(file) {
+                let inside = FileManager.default.enumerator(atPath: file.path)?.compactMap { $0 as? String } ?? []
+                return (file.path, inside.compactMap { FileOperations.isFolder(file.appending(path: $0)) ? nil : size(file.appending(path: $0).path) }.reduce(0, +))
+            }
+            guard let bytes = size(file.path) else { return nil }
+            return (file.path, bytes)
         }
         let embedded = try? metadata.embeddedModel()
         let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false

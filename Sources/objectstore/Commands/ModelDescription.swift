@@ -17,6 +17,7 @@ enum ModelDescription {
                 var line = "  attribute \(attribute.name): \(attribute.type.modelName)"
                 line += attribute.isOptional ? ", optional" : ", required"
                 if attribute.isTransient { line += ", transient" }
+                if attribute.allowsExternalBinaryDataStorage { line += ", external storage" }
                 if let value = attribute.defaultValue { line += ", default \(value)" }
                 if entity.declaration.attributes.contains(where: { $0.name == attribute.name }) == false { line += ", inherited" }
                 lines.append(line)
@@ -31,6 +32,9 @@ enum ModelDescription {
                 if relationship.isTransient { line += ", transient" }
                 if entity.declaration.relationships.contains(where: { $0.name == relationship.name }) == false { line += ", inherited" }
                 lines.append(line)
+            }
+            for constraint in entity.uniquenessConstraints {
+                lines.append("  unique (\(constraint.properties.joined(separator: ", ")))" + (constraint.entity == entity.name ? "" : ", inherited from \(constraint.entity)"))
             }
         }
         return lines.joined(separator: "\n")
@@ -47,6 +51,7 @@ enum ModelDescription {
                         "name": a.name, "type": a.type.modelName, "optional": a.isOptional, "transient": a.isTransient,
                     ]
                     if let v = a.defaultValue { attribute["default"] = v.textForm }
+                    if a.allowsExternalBinaryDataStorage { attribute["externalStorage"] = true }
                     return attribute
                 },
                 "relationships": entity.relationships.map { r -> [String: Any] in
@@ -59,6 +64,9 @@ enum ModelDescription {
                 },
             ]
             item["parent"] = entity.parent ?? NSNull()
+            if !entity.uniquenessConstraints.isEmpty {
+                item["uniquenessConstraints"] = entity.uniquenessConstraints.map { ["entity": $0.entity, "properties": $0.properties] as [String: Any] }
+            }
             return item
         }
         let document: [String: Any] = [

@@ -79,7 +79,7 @@ struct ImportCommand: ParsableCommand {
     }
 }
 
-/// `objectstore export <store> [--model M] [--model-version V] [--type T] [--entity E] [--where PREDICATE] [--output F]`.
+/// `objectstore export <store> [--model M] [--model-version V] [--type T] [--entity E] [--where PREDICATE] [--output F] [--decode-transformables]`.
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "export", abstract: "Export a store as JSON.")
 
@@ -89,6 +89,8 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .long, help: "Only objects of this entity (and its sub-entities).") var entity: String?
     @Option(name: .customLong("where"), help: "Only objects matching this predicate (NSPredicate syntax).") var predicate: String?
     @Option(name: .long, help: "Write to this file instead of standard output.") var output: String?
+    @Flag(name: .long, help: "Show transformable values that are keyed archives (NSKeyedArchiver) as the JSON they hold, not as base64 (for reading: import takes base64).")
+    var decodeTransformables = false
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
@@ -98,7 +100,7 @@ struct ExportCommand: ParsableCommand {
         }
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
-        let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate)
+        let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate, decodeTransformables: decodeTransformables)
         guard let output else {
             // Writes that fail (a closed pipe, a full disk) are errors, not crashes.
             try JSONInterchange.export(opened, options: options) { try FileHandle.standardOutput.write(contentsOf: Data($0.utf8)) }

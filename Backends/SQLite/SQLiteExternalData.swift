@@ -1,0 +1,240 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Core Data's external binary storage (`allowsExternalBinaryDataStorage`) in a SQLite store
+/// (`docs/coredata-formats.md`, "External binary data").
+///
+/// The column of such an attribute holds a tagged value: byte `0x01` then the bytes
+/// themselves, or byte `0x02` then the name of a file in `.<name>_SUPPORT/_EXTERNAL_DATA/`
+/// beside the store (a UUID string, NUL-terminated) that holds the bytes. Values of more than
+/// ``threshold`` bytes are written to a file, smaller ones inline. Other attributes are untouched.
+struct SQLiteExternalData: Sendable {
+    /// The tag of a value held in the column.
+    static let inlineTag: UInt8 = 0x01
+    /// The tag of a value held in a file.
+    static let fileTag: UInt8 = 0x02
+    /// Values of more than this many bytes (128 KiB) are written to a file.
+    static let threshold = 128 * 1024
+    /// The metadata key of a store this library wrote with the tags. A store with an embedded
+    /// ObjectStore model and without this key was written before the tags were: its flagged
+    /// columns hold the bytes as they are.
+    static let metadataKey = "ObjectStoreExternalBinaryData"
+
+    /// Where the files are: `.<name>_SUPPORT/_EXTERNAL_DATA` beside the store.
+    let folder: URL
+    /// Whether flagged columns hold tagged values (false: an older ObjectStore store, raw bytes).
+    let isTagged: Bool
+
+    init(store url: URL, isTagged: Bool) {
+        folder = Self.supportFolder(for: url).appending(path: "_EXTERNAL_DATA")
+        self.isTagged = isTagged
+    }
+
+    /// Whether a store with `metadata` holds tagged values.
+    static func isTagged(_ metadata: StoreMetadata) -> Bool {
+        metadata[metadataKey] != nil || metadata[StoreMetadata.Key.embeddedModel] == nil
+    }
+
+    /// The store's support folder, `.<name>_SUPPORT`, `<name>` its file name without a plain
+    /// extension (`Notes.sqlite` → `.Notes_SUPPORT`); an extension with other characters than
+    /// letters and digits is kept, so that two staged stores (`.Notes.sqlite.migrating-<UUID>`)
+    /// never share one.
+    static func supportFolder(for url: URL) -> URL {
+        let ext = url.pathExtension
+        let plain = !ext.isEmpty && ext.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII }
+        let name = plain ? url.deletingPathExtension().lastPathComponent : url.lastPathComponent
+        return url.deletingLastPathComponent().appending(path: ".\(name)_SUPPORT")
+    }
+
+    /// The file name a tagged value names, or nil for an inline value.
+    /// - Throws: ``StoreError`` (corrupt) for a value with neither tag or a name that is no plain file name.
+    static func fileName(_ blob: Data, at place: () -> String, url: URL?) throws -> String? {
+        guard let tag = blob.first else {
+            throw StoreError(.corrupt, "\(place()) holds an empty value, without the 0x01 (inline) or 0x02 (external file) tag external storage writes", url: url)
+        }
+        switch tag {
+        case inlineTag: return nil
+        case fileTag:
+            var bytes = blob.dropFirst()
+            if bytes.last == 0 { bytes = bytes.dropLast() }
+            guard let name = String(validating: bytes, as: UTF8.self), !name.isEmpty, name != ".", name != "..",
+                  !name.contains("/"), !name.contains("\0") else {
+                throw StoreError(.corrupt, "\(place()) names an external data file, but \(String(reflecting: String(decoding: bytes.prefix(60), as: UTF8.self))) is not a file name", url: url)
+            }
+            return name
+        default:
+            throw StoreError(.corrupt, "\(place()) holds a value starting with byte 0x\(String(format: "%02X", tag)), neither 0x01 (inline) nor 0x02 (an external data file)", url: url)
+        }
+    }
+
+    /// The bytes of a flagged column's value.
+    /// - Throws: ``StoreError`` (corrupt) for a value with neither tag, or naming a file that is not there.
+    func read(_ blob: Data, at place: @autoclosure () -> String, url: URL?) throws -> Data {
+        guard isTagged else { return blob }
+        guard let name = try Self.fileName(blob, at: place, url: url) else { return Data(blob.dropFirst()) }
+        let file = folder.appending(path: name)
+        do {
+            return try Data(contentsOf: file)
+        } catch {
+            let missing = !FileManager.default.fileExists(atPath: file.path)
+            throw StoreError(.corrupt, "\(place()) names the external data file \(name), which \(missing ? "is missing from" : "cannot be read in") \(folder.path)", url: url, cause: error)
+        }
+    }
+
+    /// A flagged attribute's value as its column holds it: inline, or written to a new file
+    /// (made durable before the transaction commits; removed if it does not) for a large value.
+    func write(_ data: Data, files: ExternalFileLedger, url: URL?) throws -> Data {
+        guard isTagged else { return data }
+        guard data.count > Self.threshold else { return Data([Self.inlineTag]) + data }
+        let name = UUID().uuidString
+        try files.write(data, to: folder.appending(path: name), url: url)
+        return Data([Self.fileTag]) + Data(name.utf8) + Data([0])
+    }
+
+    /// The names of the files every flagged column of the store names (SQL over `columns`, table → columns).
+    static func referencedNames(_ connection: SQLiteConnection, columns: [String: [String]], database: String = "main") throws -> Set<String> {
+        var names: Set<String> = []
+        for (table, list) in columns {
+            for column in list {
+                let sql = "SELECT \(quote(column)) FROM \(database).\(quote(table)) WHERE substr(\(quote(column)), 1, 1) = x'02'"
+                for case .blob(let blob) in try connection.statement(sql).rows([], { $0.column(0) }) {
+                    if let name = try? fileName(blob, at: { "" }, url: nil) { names.insert(name) }
+                }
+            }
+        }
+        return names
+    }
+
+    /// The flagged columns of `schema`'s tables for `model`, table → columns.
+    static func columns(_ schema: SQLiteSchema, _ model: ManagedObjectModel) -> [String: [String]] {
+        var columns: [String: Set<String>] = [:]
+        for (name, mapping) in schema.entities {
+            guard let entity = model.entity(named: name) else { continue }
+            for attribute in entity.storedAttributes where attribute.allowsExternalBinaryDataStorage {
+                if let column = mapping.attributes[attribute.name] { columns[mapping.table, default: []].insert(column) }
+            }
+        }
+        return columns.mapValues { $0.sorted() }
+    }
+
+    /// Removes the files no row names: what a transaction cut short by a crash wrote, and what
+    /// a row replaced or deleted named when the removal after its commit did not happen. Runs
+    /// inside a write transaction, so no other writer has files in flight.
+    func removeOrphans(_ connection: SQLiteConnection, columns: [String: [String]]) throws {
+        guard isTagged, let present = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !present.isEmpty else { return }
+        try connection.transaction {
+            let named = try Self.referencedNames(connection, columns: columns)
+            for name in present where !named.contains(name) && !FileOperations.isFolder(folder.appending(path: name)) {
+                try? FileManager.default.removeItem(at: folder.appending(path: name))
+            }
+        }
+    }
+
+    /// Copies into this store's folder the files of `source`'s folder that `names` lists
+    /// (a hard link where the file system allows, a copy otherwise), durable before return.
+    func adopt(_ names: Set<String>, from source: SQLiteExternalData, files: ExternalFileLedger, url: URL?) throws {
+        for name in names.sorted() {
+            let from = source.folder.appending(path: name), to = folder.appending(path: name)
+            guard !FileManager.default.fileExists(atPath: to.path) else { continue }
+            guard FileManager.default.fileExists(atPath: from.path) else {
+                throw StoreError(.corrupt, "the source store names the external data file \(name), which is missing from \(source.folder.path)", url: url)
+            }
+            try files.copy(from, to: to, url: url)
+        }
+    }
+}
+
+/// The external data files one save writes and makes obsolete: the new ones are removed if
+/// the save does not commit, the obsolete ones once it has.
+final class ExternalFileLedger {
+    private(set) var written: [URL] = []
+    private(set) var obsolete: [URL] = []
+    private var folders: Set<URL> = []
+
+    /// Writes `data` to the new file `url`, synced to disk.
+    func write(_ data: Data, to file: URL, url: URL?) throws {
+        try makeFolder(file.deletingLastPathComponent(), url: url)
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure("create", file, url) }
+        written.append(file)
+        defer { close(fd) }
+        try data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = systemWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 { if errno == EINTR { continue }; throw failure("write", file, url) }
+                offset += n
+            }
+        }
+        guard fsync(fd) == 0 else { throw failure("sync", file, url) }
+    }
+
+    /// Links (or copies) `source` to the new file `file`, synced to disk.
+    func copy(_ source: URL, to file: URL, url: URL?) throws {
+        try makeFolder(file.deletingLastPathComponent(), url: url)
+        if link(source.path, file.path) == 0 {
+            written.append(file)
+            return
+        }
+        try write(try Data(contentsOf: source), to: file, url: url)
+    }
+
+    /// Notes a file a committed save no longer names.
+    func retire(_ file: URL) { obsolete.append(file) }
+
+    /// Makes the new files' names durable: their folders synced. Call before the commit.
+    func flush(url: URL?) throws {
+        for folder in folders {
+            let fd = open(folder.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw failure("open", folder, url) }
+            defer { close(fd) }
+            guard fsync(fd) == 0 else { throw failure("sync", folder, url) }
+        }
+    }
+
+    /// The save committed: the files it made obsolete go.
+    func committed() {
+        for file in obsolete { try? FileManager.default.removeItem(at: file) }
+        written = []
+        obsolete = []
+    }
+
+    /// The save did not commit: the files it wrote go.
+    func rolledBack() {
+        for file in written { try? FileManager.default.removeItem(at: file) }
+        written = []
+        obsolete = []
+    }
+
+    private func makeFolder(_ folder: URL, url: URL?) throws {
+        guard !folders.contains(folder) else { return }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(.io, "cannot make the external data folder \(folder.path)", url: url, cause: error)
+        }
+        // The folder, the support folder and the store's folder: each may hold a new name.
+        folders.insert(folder)
+        folders.insert(folder.deletingLastPathComponent())
+        folders.insert(folder.deletingLastPathComponent().deletingLastPathComponent())
+    }
+
+    private func failure(_ verb: String, _ file: URL, _ url: URL?) -> StoreError {
+        let code = errno
+        let reason = FileOperations.fullDiskExplanation(code, at: file) ?? String(cString: strerror(code))
+        return StoreError(.io, "cannot \(verb) the external data file \(file.lastPathComponent): \(reason)", url: url)
+    }
+}
+
+/// POSIX `write`, under a name no method shadows.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}

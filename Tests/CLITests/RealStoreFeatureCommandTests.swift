@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// External binary data, transformable archives and uniqueness constraints, through the tool.
+@Suite("objectstore with what real stores hold")
+struct RealStoreFeatureCommandTests {
+    static let model = """
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0" userDefinedModelVersionIdentifier="">
+            <entity name="Book" syncable="YES">
+                <attribute name="title" optional="YES" attributeType="String"/>
+                <attribute name="fileURL" optional="YES" attributeType="Transformable"/>
+                <attribute name="scan" optional="YES" attributeType="Binary" allowsExternalBinaryDataStorage="YES"/>
+                <uniquenessConstraints><uniquenessConstraint><constraint value="title"/></uniquenessConstraint></uniquenessConstraints>
+            </entity>
+        </model>
+        """
+
+    /// The archive Core Data wrote for "The Trial.file" (hwaxxer/BookMigration Model1.sqlite, ZBOOK row 9, MIT).
+    static let archive = "YnBsaXN0MDDUAQIDBAUICwxUJHRvcFgkb2JqZWN0c1gkdmVyc2lvblkkYXJjaGl2ZXLRBgdUcm9vdIABogkKVSRudWxsXlRoZSBUcmlhbC5maWxlEgABhqBfEA9OU0tleWVkQXJjaGl2ZXIIERYfKDI1Ojw/RVRZAAAAAAAAAQEAAAAAAAAADQAAAAAAAAAAAAAAAAAAAGs="
+
+    @Test("import, export (bytes kept, or archives decoded), model show, a duplicate refused, large values in files")
+    func roundTrip() throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(Self.model, to: "Books.xcdatamodel/contents")
+        let scan = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).base64EncodedString()
+        let data = try workspace.write("""
+            {"Book": [{"_id": "b1", "title": "The Trial", "fileURL": "\(Self.archive)", "scan": "\(scan)"}, {"_id": "b2", "title": "Cosmos"}]}
+            """, to: "books.json")
+        let store = workspace.url.appending(path: "books.sqlite").path
+        let imported = try CLI.run("import", store, data, "--model", model)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: workspace.url.appending(path: ".books_SUPPORT/_EXTERNAL_DATA").path)
+        #expect(files.count == 1)
+        let plain = try CLI.run("export", store)
+        #expect(plain.stdout.contains("\"fileURL\": \"\(Self.archive)\""))
+        #expect(plain.stdout.contains(scan))
+        let decoded = try CLI.run("export", store, "--decode-transformables")
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        #expect(decoded.stdout.contains("\"fileURL\": \"The Trial.file\""))
+        let shown = try CLI.run("model", "show", model)
+        #expect(shown.stdout.contains("  unique (title)"))
+        #expect(shown.stdout.contains("scan: Binary, optional, external storage"))
+        // A duplicate title: refused, naming the constraint; the store keeps its two books.
+        let duplicate = try workspace.write("""
+            {"Book": [{"_id": "b1", "title": "Cosmos"}]}
+            """, to: "dup.json")
+        let refused = try CLI.run("import", store, duplicate)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("uniqueness constraint Book(title) is violated"), "\(refused.stderr)")
+        #expect(try CLI.run("export", store).stdout == plain.stdout)
+        // Converted to LMDB and back: the same export, the large value in a file beside the new store.
+        let lmdb = workspace.url.appending(path: "books.lmdb").path, back = workspace.url.appending(path: "back.sqlite").path
+        #expect(try CLI.run("convert", store, lmdb).status == 0)
+        #expect(try CLI.run("convert", lmdb, back).status == 0)
+        #expect(try CLI.run("export", back).stdout == plain.stdout)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.url.appending(path: ".back_SUPPORT/_EXTERNAL_DATA").path).count == 1)
+        #expect(try CLI.run("destroy", back).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: ".back_SUPPORT").path))
+    }
+}
