@@ -87,10 +87,10 @@ struct KeyedArchiveTests {
     }
 
     @Test("damaged archives are typed errors saying what is wrong", arguments: [
-        ("truncated", "not a property list"),
-        ("not an archive", "not a keyed archive"),
-        ("reference out of range", "a reference to object 9, but $objects has 2"),
-        ("class without a name", "$class is not a class description"),
+        ("truncated", "the binary property list is damaged"),
+        ("not an archive", "not an NSKeyedArchiver archive"),
+        ("reference out of range", "refers to object #9 of 2"),
+        ("class without a name", "$class is not a class record with a $classname"),
     ])
     func damaged(_ kind: String, _ expected: String) throws {
         let data: Data = switch kind {
@@ -106,5 +106,19 @@ struct KeyedArchiveTests {
             #expect(error.code == .corrupt)
             #expect(error.message.contains(expected), "\(error.message)")
         }
+    }
+
+    @Test("random damage to a real archive is a typed error or a value, never a crash (Foundation's own reader crashes on some)")
+    func randomDamage() throws {
+        var generator = SystemRandomNumberGenerator()
+        var refused = 0
+        for _ in 0..<300 {
+            var bytes = [UInt8](Self.realBookFileURL)
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                bytes[Int.random(in: 8..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do { _ = try KeyedArchive.json(Data(bytes)) } catch is StoreError { refused += 1 }
+        }
+        #expect(refused > 0, "some damage is caught")
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// Classes are recognised by name and never instantiated; a class or a key this reader
 /// does not know is an error naming it (docs/coredata-formats.md lists what is decoded).
 struct ArchivedModelReader {
-    let archive: KeyedArchive
+    let archive: KeyedArchiveObjects
 
     // MARK: The classes and keys decoded
 
@@ -243,7 +243,7 @@ struct ArchivedModelReader {
         case .boolean(let v): value = .boolean(v)
         case .string(let v): value = .string(v)
         default:
-            throw ModelError(.unsupported, problems: ["\(place): \(KeyedArchive.describe(resolved)) is not a default value this reader knows"])
+            throw ModelError(.unsupported, problems: ["\(place): \(KeyedArchiveObjects.describe(resolved)) is not a default value this reader knows"])
         }
         return try converted(value, type: type, place: place)
     }
@@ -344,7 +344,7 @@ struct ArchivedModelReader {
 
     func referencedObject(_ node: PropertyListNode, from place: String) throws -> ArchivedObject? {
         guard case .uid(let uid) = node else {
-            throw ModelError(.unreadable, problems: ["\(place) is \(KeyedArchive.describe(node)), not a reference to an object"])
+            throw ModelError(.unreadable, problems: ["\(place) is \(KeyedArchiveObjects.describe(node)), not a reference to an object"])
         }
         return try archive.object(uid, from: place)
     }
@@ -365,7 +365,7 @@ struct ArchivedModelReader {
         if case .dictionary(let fields) = node, case .uid? = fields["$class"], case .string(let text)? = fields["NS.string"] {
             return text
         }
-        throw ModelError(.unreadable, problems: ["\(place) is \(KeyedArchive.describe(node)), not a string"])
+        throw ModelError(.unreadable, problems: ["\(place) is \(KeyedArchiveObjects.describe(node)), not a string"])
     }
 
     func requiredString(in object: ArchivedObject, _ key: String) throws -> String {
@@ -380,7 +380,7 @@ struct ArchivedModelReader {
         case nil: return nil
         case .integer(let v)?: return v
         case .boolean(let v)?: return v ? 1 : 0
-        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchive.describe(other)), not an integer"])
+        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchiveObjects.describe(other)), not an integer"])
         }
     }
 
@@ -389,7 +389,7 @@ struct ArchivedModelReader {
         case nil: return nil
         case .boolean(let v)?: return v
         case .integer(let v)? where v == 0 || v == 1: return v == 1
-        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchive.describe(other)), not a Boolean"])
+        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchiveObjects.describe(other)), not a Boolean"])
         }
     }
 
@@ -397,7 +397,7 @@ struct ArchivedModelReader {
         switch try node(in: object, key) {
         case nil: return nil
         case .data(let v)?: return v
-        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchive.describe(other)), not data"])
+        case let other?: throw ModelError(.unreadable, problems: ["\(object.label).\(key) is \(KeyedArchiveObjects.describe(other)), not data"])
         }
     }
 
@@ -421,7 +421,7 @@ struct ArchivedModelReader {
         switch collection.fields["NS.objects"] {
         case nil: return []
         case .array(let items)?: return items
-        case let other?: throw ModelError(.unreadable, problems: ["\(collection.label).NS.objects is \(KeyedArchive.describe(other))"])
+        case let other?: throw ModelError(.unreadable, problems: ["\(collection.label).NS.objects is \(KeyedArchiveObjects.describe(other))"])
         }
     }
 

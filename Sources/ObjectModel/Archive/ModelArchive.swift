@@ -22,7 +22,7 @@ public enum ModelArchive {
     ///   class, key or value this library does not decode (named in the message),
     ///   `inconsistentModel` when the decoded model does not hold together.
     public static func decodeModel(_ data: Data) throws -> ManagedObjectModel {
-        try ArchivedModelReader(archive: KeyedArchive(data)).model()
+        try ArchivedModelReader(archive: KeyedArchiveObjects(data)).model()
     }
 
     /// Decodes the model a Core Data store carries: `Z_MODELCACHE.Z_CONTENT`, a raw DEFLATE

@@ -26,88 +26,67 @@ public enum KeyedArchive {
     public static func isArchive(_ data: Data) -> Bool { data.starts(with: Array("bplist00".utf8)) }
 
     static func decode(_ data: Data) throws -> JSONText {
-        let plist: Any
+        // The project's own strict reader: Foundation's crashes on some damaged property lists.
+        let archive: KeyedArchiveObjects
         do {
-            plist = try PropertyListSerialization.propertyList(from: data, format: nil)
-        } catch {
-            throw StoreError(.corrupt, "not a property list (\(data.count) bytes): \((error as NSError).localizedDescription)")
+            archive = try KeyedArchiveObjects(data)
+        } catch let error as ModelError {
+            throw StoreError(.corrupt, error.problems.joined(separator: "; "))
         }
-        guard let archive = plist as? [String: Any], let objects = archive["$objects"] as? [Any], let top = archive["$top"] as? [String: Any] else {
-            throw StoreError(.corrupt, "a property list, but not a keyed archive (no $objects array and $top dictionary)")
-        }
-        if let archiver = archive["$archiver"] as? String, archiver != "NSKeyedArchiver" {
-            throw StoreError(.corrupt, "an archive of \(archiver), not of NSKeyedArchiver")
-        }
-        var reader = Reader(objects: objects)
-        // Archives Core Data stores have one root, `root`; others show every top key.
-        if top.count == 1, let root = top["root"] { return try reader.value(root) }
-        return .object(try top.map { ($0.key, try reader.value($0.value)) })
-    }
-
-    /// The object index a `CF$UID` reference names, or nil for another value. Foundation gives
-    /// a UID as its own class (its `value`); an XML property list writes `{"CF$UID": n}`.
-    static func uid(_ value: Any) -> Int? {
-        if let dictionary = value as? [String: Any], dictionary.count == 1, let n = dictionary["CF$UID"] as? Int { return n }
-        let name = String(describing: type(of: value))
-        guard name.contains("KeyedArchiverUID") else { return nil }
-        for child in Mirror(reflecting: value).children where child.label == "value" {
-            if let n = child.value as? UInt32 { return Int(n) }
-            if let n = child.value as? Int { return n }
-        }
-        // Where the class shows only its description: `<CFKeyedArchiverUID …>{value = 1}`.
-        let text = String(describing: value)
-        guard let range = text.range(of: "value = ") else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isNumber })
+        var reader = Reader(archive: archive)
+        return try reader.object(archive.root)
     }
 
     private struct Reader {
-        let objects: [Any]
+        let archive: KeyedArchiveObjects
         var visiting: [Int] = []
 
-        mutating func value(_ raw: Any) throws -> JSONText {
-            if let index = KeyedArchive.uid(raw) { return try object(index) }
-            return try plain(raw)
-        }
-
-        func plain(_ raw: Any) throws -> JSONText {
-            switch raw {
-            case let text as String: return .string(text)
-            case let date as Date: return .string(ValueText.iso8601(date))
-            case let data as Data: return .string(data.base64EncodedString())
-            case let number as NSNumber:
-                let kind = String(cString: number.objCType)
-                if kind == "c" || kind == "B" { return .bool(number.boolValue) }
-                if kind == "d" || kind == "f" { return JSONText.value(.double(number.doubleValue)) }
-                return .integer(number.int64Value)
-            default: throw StoreError(.corrupt, "holds a \(type(of: raw)) where a value or reference belongs")
+        mutating func value(_ node: PropertyListNode) throws -> JSONText {
+            switch node {
+            case .uid(let index): return try object(index)
+            case .string(let text): return .string(text)
+            case .integer(let n): return .integer(n)
+            case .real(let d): return JSONText.value(.double(d))
+            case .boolean(let b): return .bool(b)
+            case .date(let date): return .string(ValueText.iso8601(date))
+            case .data(let data): return .string(data.base64EncodedString())
+            case .array(let items), .set(let items): return .array(try items.map { try value($0) })
+            case .dictionary(let fields): return .object(try fields.keys.sorted().map { ($0, try value(fields[$0]!)) })
             }
         }
 
         mutating func object(_ index: Int) throws -> JSONText {
-            guard objects.indices.contains(index) else {
-                throw StoreError(.corrupt, "a reference to object \(index), but $objects has \(objects.count)")
+            let node: PropertyListNode?
+            do { node = try archive.node(index, from: "a reference") } catch let error as ModelError {
+                throw StoreError(.corrupt, error.problems.joined(separator: "; "))
             }
-            let raw = objects[index]
-            if index == 0, raw as? String == "$null" { return .null }
-            guard let fields = raw as? [String: Any], let classReference = fields["$class"] else { return try plain(raw) }
+            guard let node else { return .null }
+            guard case .dictionary(let fields) = node, fields["$class"] != nil else { return try value(node) }
             guard !visiting.contains(index) else { return .object([("$ref", .integer(Int64(index)))]) }
             guard visiting.count < 256 else { throw StoreError(.corrupt, "objects nested more than 256 deep") }
             visiting.append(index)
             defer { visiting.removeLast() }
-            guard let classIndex = KeyedArchive.uid(classReference), objects.indices.contains(classIndex),
-                  let description = objects[classIndex] as? [String: Any], let name = description["$classname"] as? String else {
-                throw StoreError(.corrupt, "object \(index)'s $class is not a class description with a $classname")
+            let name: String
+            do { name = try archive.object(index, from: "object \(index)")!.className } catch let error as ModelError {
+                throw StoreError(.corrupt, error.problems.joined(separator: "; "))
             }
             func field(_ key: String) throws -> JSONText? { try fields[key].map { try value($0) } }
             func list(_ key: String) throws -> [JSONText] {
                 guard let items = fields[key] else { return [] }
-                guard let array = items as? [Any] else { throw StoreError(.corrupt, "object \(index) (\(name)): \(key) is not an array") }
+                guard case .array(let array) = items else { throw StoreError(.corrupt, "object \(index) (\(name)): \(key) is not an array") }
                 return try array.map { try value($0) }
+            }
+            func number(_ key: String) -> Double? {
+                switch fields[key] {
+                case .real(let d)?: d
+                case .integer(let n)?: Double(n)
+                default: nil
+                }
             }
             switch name {
             case "NSString", "NSMutableString":
-                if let text = fields["NS.string"] as? String { return .string(text) }
-                if let bytes = fields["NS.bytes"] as? Data { return .string(String(decoding: bytes, as: UTF8.self)) }
+                if case .string(let text)? = fields["NS.string"] { return .string(text) }
+                if case .data(let bytes)? = fields["NS.bytes"] { return .string(String(decoding: bytes, as: UTF8.self)) }
                 throw StoreError(.corrupt, "object \(index) (\(name)) has no NS.string")
             case "NSArray", "NSMutableArray", "NSSet", "NSMutableSet", "NSOrderedSet", "NSMutableOrderedSet":
                 return .array(try list("NS.objects"))
@@ -123,13 +102,13 @@ public enum KeyedArchive {
                     return (shown, value)
                 })
             case "NSDate":
-                guard let time = (fields["NS.time"] as? NSNumber)?.doubleValue else { throw StoreError(.corrupt, "object \(index) (NSDate) has no NS.time") }
+                guard let time = number("NS.time") else { throw StoreError(.corrupt, "object \(index) (NSDate) has no NS.time") }
                 return .string(ValueText.iso8601(Date(timeIntervalSinceReferenceDate: time)))
             case "NSData", "NSMutableData":
-                guard let data = fields["NS.data"] as? Data else { throw StoreError(.corrupt, "object \(index) (\(name)) has no NS.data") }
+                guard case .data(let data)? = fields["NS.data"] else { throw StoreError(.corrupt, "object \(index) (\(name)) has no NS.data") }
                 return .string(data.base64EncodedString())
             case "NSUUID":
-                guard let bytes = fields["NS.uuidbytes"] as? Data, bytes.count == 16 else {
+                guard case .data(let bytes)? = fields["NS.uuidbytes"], bytes.count == 16 else {
                     throw StoreError(.corrupt, "object \(index) (NSUUID) has no 16-byte NS.uuidbytes")
                 }
                 return .string(bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }.uuidString)

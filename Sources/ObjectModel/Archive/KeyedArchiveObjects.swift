@@ -7,14 +7,14 @@ import Foundation
 /// `$null`). Every object that is not a string or a number is a dictionary whose `$class`
 /// refers to a class record (`$classname`, `$classes`); its other keys hold inline values
 /// or `CF$UID` references into `$objects`, UID 0 meaning nil.
-struct KeyedArchive {
-    let objects: [PropertyListNode]
-    let root: Int
+package struct KeyedArchiveObjects {
+    package let objects: [PropertyListNode]
+    package let root: Int
 
     /// Reads the archive in `data`.
     /// - Throws: ``ModelError`` (`unreadable`) when `data` is not a binary property list or
     ///   not a keyed archive.
-    init(_ data: Data) throws {
+    package init(_ data: Data) throws {
         guard data.starts(with: BinaryPropertyListReader.magic) else {
             throw ModelError(.unreadable, problems: ["not a binary property list (no bplist00 header): not a keyed archive"])
         }
@@ -37,7 +37,7 @@ struct KeyedArchive {
 
     /// The object a UID refers to; nil for UID 0 (`$null`).
     /// - Throws: ``ModelError`` (`unreadable`) for a UID past the end of `$objects`.
-    func node(_ uid: Int, from place: @autoclosure () -> String) throws -> PropertyListNode? {
+    package func node(_ uid: Int, from place: @autoclosure () -> String) throws -> PropertyListNode? {
         guard uid != 0 else { return nil }
         guard uid > 0, uid < objects.count else {
             throw ModelError(.unreadable, problems: ["\(place()) refers to object #\(uid), but the archive has \(objects.count) objects"])
@@ -46,7 +46,7 @@ struct KeyedArchive {
     }
 
     /// The archived object (a dictionary with a `$class`) `uid` refers to; nil for UID 0.
-    func object(_ uid: Int, from place: @autoclosure () -> String) throws -> ArchivedObject? {
+    package func object(_ uid: Int, from place: @autoclosure () -> String) throws -> ArchivedObject? {
         guard let node = try node(uid, from: place()) else { return nil }
         guard case .dictionary(let fields) = node, case .uid(let classUID)? = fields["$class"] else {
             throw ModelError(.unreadable, problems: ["\(place()) refers to object #\(uid), \(Self.describe(node)), where an archived object was expected"])
@@ -59,7 +59,7 @@ struct KeyedArchive {
     }
 
     /// A short description of a node for messages.
-    static func describe(_ node: PropertyListNode) -> String {
+    package static func describe(_ node: PropertyListNode) -> String {
         switch node {
         case .string(let v): "the string \(String(reflecting: v))"
         case .integer(let v): "the integer \(v)"
@@ -76,10 +76,10 @@ struct KeyedArchive {
 }
 
 /// One archived object: its index in `$objects`, its class name and its keys (`$class` included).
-struct ArchivedObject {
-    let index: Int
-    let className: String
-    let fields: [String: PropertyListNode]
+package struct ArchivedObject {
+    package let index: Int
+    package let className: String
+    package let fields: [String: PropertyListNode]
 
     /// `Class#index`, how messages name it.
     var label: String { "\(className) #\(index)" }
