@@ -16,8 +16,10 @@ extension SQLiteStore: BulkCopying {
         guard !isReadOnly, let source = source as? SQLiteStore, let sourceURL = source.url, let url,
               sourceURL.standardizedFileURL != url.standardizedFileURL,
               source.model.versionHashes == model.versionHashes,
-              // Flagged columns are copied as they are: both stores must hold them alike.
-              source.external.isTagged == external.isTagged,
+              // Flagged columns are copied as they are: both stores must hold them alike (a model
+              // with none copies between stores written before and after external data was tagged).
+              source.external.isTagged == external.isTagged
+                || !model.entityDescriptions.contains(where: { $0.storedAttributes.contains(where: \.allowsExternalBinaryDataStorage) }),
               Set(entities) == Set(model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)),
               source.schema.byNumber == schema.byNumber,
               Set(source.schema.tables.keys) == Set(schema.tables.keys) else { return false }
