@@ -7,6 +7,7 @@ import ObjectStore
 import ObjectStoreTesting
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// Every row of every table of a SQLite file, as SQLite itself gives them (type and text of
 /// each value), the store's own bookkeeping tables apart.
@@ -98,6 +99,27 @@ struct BulkCopyTests {
         let generic = workspace.location("generic", "sqlite")
         #expect(try identityMigration(from, to: generic, model: model, bulkCopy: false), "bulk copy off: batches")
         #expect(try export("sqlite", at: generic, model: model) == export("sqlite", at: to, model: model))
+    }
+
+    @Test("a store written before external binary data was tagged is still copied in bulk when its model has no flagged attribute")
+    func untaggedSource() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        #expect(!model.entityDescriptions.contains { $0.storedAttributes.contains(where: \.allowsExternalBinaryDataStorage) })
+        let (from, to) = try Self.conformanceSource(in: workspace)
+        // What an earlier build wrote: the metadata without the tagging key.
+        let raw = try RawDatabase(from, readOnly: false)
+        let hex = try raw.strings("SELECT hex(Z_PLIST) FROM Z_METADATA")[0][0]
+        let bytes = stride(from: 0, to: hex.count, by: 2).map { i -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+        var plist = try #require(PropertyListSerialization.propertyList(from: Data(bytes), format: nil) as? [String: Any])
+        #expect(plist.removeValue(forKey: "ObjectStoreExternalBinaryData") != nil)
+        try raw.execute("UPDATE Z_METADATA SET Z_PLIST = ?1", blob: try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0))
+        raw.close()
+        #expect(try identityMigration(from, to: to, model: model) == false, "copied in bulk, not in batches")
+        #expect(try export("sqlite", at: to, model: model) == export("sqlite", at: from, model: model))
     }
 
     @Test("a store whose rules are broken is still refused after a bulk copy, and leaves nothing")
