@@ -116,6 +116,24 @@ struct InPlaceSchemaTests {
         #expect(try store.relatedKeys(of: tag, relationship: "tagged") == [ann])
     }
 
+    @Test("a table or column the step would create that the file already has (another program's) stops the step, the file as it was", arguments: [
+        ("CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, ZLABEL VARCHAR)", "the store already has a table ZTAG"),
+        ("ALTER TABLE ZCUSTOMER ADD COLUMN ZFAVORITE INTEGER", "table ZCUSTOMER already has a column ZFAVORITE"),
+    ])
+    func occupiedNames(_ sql: String, _ expected: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("shop", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: Self.data)
+        let raw = try RawDatabase(url, readOnly: false)
+        try raw.execute(sql)
+        raw.close()
+        let before = try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") }
+        let changer = try #require(Backends.type("sqlite") as? any SchemaChanging)
+        let error = try #require(throws: StoreError.self) { try changer.changeSchema(at: url, through: [Self.model(1), Self.model(2)]) }
+        #expect(error.code == .invalidChange && error.message.contains(expected), "\(error.message)")
+        #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
+    }
+
     @Test("what needs every object read stays a copy step, each named")
     func blockers() throws {
         let changer = Backends.type("sqlite") as! any SchemaChanging

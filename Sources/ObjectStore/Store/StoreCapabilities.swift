@@ -38,7 +38,7 @@ public protocol ObjectCounting: PersistentStore {
 
 /// A store type whose closed stores can move to another model version in place: their tables
 /// altered and their metadata updated in one transaction, no object loaded. SQLite adopts it
-/// (`ALTER TABLE … ADD COLUMN` and `RENAME COLUMN`), and `StoreMigrator` uses it for the steps
+/// (tables and columns added, renamed and dropped: docs/migrations.md), and `StoreMigrator` uses it for the steps
 /// of a plan it can serve.
 public protocol SchemaChanging: StoreType {
     /// Why a store of `source` cannot move to `destination` in place, one sentence per change
