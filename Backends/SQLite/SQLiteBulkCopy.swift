@@ -73,12 +73,19 @@ extension SQLiteStore: BulkCopying {
                     continue
                 }
                 let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
+                // A decimal an earlier layout kept as text (a TEXT-affinity column) arrives as its text in
+                // a blob, as ``SQLiteValues`` writes one: the DECIMAL column's affinity would round it.
+                let values = table.columns.map { column in
+                    column.type == SQLiteSchema.sqlType(.decimal)
+                        ? "CASE WHEN typeof(\(quote(column.name))) = 'text' THEN CAST(\(quote(column.name)) AS BLOB) ELSE \(quote(column.name)) END"
+                        : quote(column.name)
+                }.joined(separator: ", ")
                 guard !held.isEmpty else {
-                    try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
+                    try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(values) FROM \(Self.attached).\(quoted)")
                     continue
                 }
                 for entity in held {
-                    try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
+                    try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(values) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
                         .run([.integer(Int64(entity.number))])
                     counts[entity.name] = connection.changes
                 }

@@ -34,8 +34,9 @@ struct SQLiteSchema {
 
     struct Table {
         let name: String
-        /// Each column's name, SQL type and what it holds (`Post.title`, `key`).
-        var columns: [(name: String, type: String, purpose: String)]
+        /// Each column's name, SQL type, what it holds (`Post.title`, `key`) and its place in
+        /// `CREATE TABLE` (``place(type:entity:kind:)``; columns of equal place by name).
+        var columns: [(name: String, type: String, purpose: String, place: Int)]
         var indexes: [(name: String, columns: [String])]
         /// The unique index of each uniqueness constraint: Core Data's name and shape
         /// (`CREATE UNIQUE INDEX Z_Car_UNIQUE_numberPlate ON ZCAR (ZNUMBERPLATE COLLATE BINARY ASC)`);
@@ -53,13 +54,26 @@ struct SQLiteSchema {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: "INTEGER"
         case .double, .float: "FLOAT"
-        // Declared with TEXT in the name so the column has TEXT affinity and keeps the exact
-        // decimal; a plain DECIMAL column has NUMERIC affinity and rounds long decimals to a double.
-        case .decimal: "DECIMAL TEXT"
+        // NUMERIC affinity, as Core Data declares it; ``SQLiteValues`` keeps what a double cannot hold exactly.
+        case .decimal: "DECIMAL"
         case .date: "TIMESTAMP"
         case .string, .uri: "VARCHAR"
         default: "BLOB"
         }
+    }
+
+    /// What a column of an entity's table is, for its place in `CREATE TABLE`.
+    enum ColumnKind: Int {
+        case attribute, toOne, hiddenForeignKey, order
+    }
+
+    /// Where Core Data puts a column in `CREATE TABLE` (docs/sqlite-layout.md, "Column order"):
+    /// by declared type (`INTEGER`, `TIMESTAMP`, `FLOAT`, `DECIMAL`, `VARCHAR`, `BLOB`), then by
+    /// the entity it serves in entity-number order, then attributes, to-ones, hidden foreign keys
+    /// and order columns; then by name.
+    static func place(type: String, entity: Int, kind: ColumnKind) -> Int {
+        let types = ["INTEGER", "TIMESTAMP", "FLOAT", "DECIMAL", "VARCHAR", "BLOB"]
+        return (types.firstIndex(of: type) ?? types.count) * 1_000_000 + entity * 10 + kind.rawValue
     }
 
     /// The layout of a new store of `model`, its entities numbered as ``newStoreOrder(of:)`` gives them.
@@ -144,17 +158,20 @@ struct SQLiteSchema {
         var attributeColumns: [String: [String: String]] = [:]
         var toOneColumns: [String: [String: (key: String, entity: String?)]] = [:]
         func tableName(_ entity: String) -> String { "Z" + model.entity(named: entity)!.rootName.uppercased() }
-        func addColumn(_ table: String, _ base: String, _ type: String, for purpose: String) -> String {
+        func addColumn(_ table: String, _ base: String, _ type: String, for purpose: String, entity: String, kind: ColumnKind) -> String {
             var name = base
             var suffix = 1
             while tables[table]!.columns.contains(where: { $0.name == name }) { name = base + String(suffix); suffix += 1 }
-            tables[table]!.columns.append((name, type, purpose))
+            tables[table]!.columns.append((name, type, purpose, Self.place(type: type, entity: number[entity]!, kind: kind)))
             return name
         }
         for name in ordered where model.entity(named: name)!.parent == nil {
-            tables[tableName(name)] = Table(name: tableName(name), columns: [
-                ("Z_PK", "INTEGER PRIMARY KEY", "the primary key"), ("Z_ENT", "INTEGER", "the entity number"), ("Z_OPT", "INTEGER", "the version"),
+            let table = tableName(name)
+            tables[table] = Table(name: table, columns: [
+                ("Z_PK", "INTEGER PRIMARY KEY", "the primary key", -3), ("Z_ENT", "INTEGER", "the entity number", -2), ("Z_OPT", "INTEGER", "the version", -1),
             ], indexes: [])
+            // Core Data indexes the entity column of a table that holds more than one entity.
+            if !model.entity(named: name)!.subentities.isEmpty { tables[table]!.indexes.append(("\(table)_Z_ENT_INDEX", ["Z_ENT"])) }
         }
         // Own stored attributes and to-one columns, in entity-number order; inherited ones reuse the parent's.
         for name in ordered {
@@ -163,15 +180,16 @@ struct SQLiteSchema {
             var attributes = entity.parent.flatMap { attributeColumns[$0] } ?? [:]
             var toOne = entity.parent.flatMap { toOneColumns[$0] } ?? [:]
             for attribute in entity.declaration.attributes where !attribute.isTransient {
-                attributes[attribute.name] = addColumn(table, "Z" + attribute.name.uppercased(), Self.sqlType(attribute.type), for: "\(name).\(attribute.name)")
+                attributes[attribute.name] = addColumn(table, "Z" + attribute.name.uppercased(), Self.sqlType(attribute.type), for: "\(name).\(attribute.name)",
+                                                       entity: name, kind: .attribute)
             }
             for relationship in entity.declaration.relationships where !relationship.isTransient && !relationship.isToMany {
-                let key = addColumn(table, "Z" + relationship.name.uppercased(), "INTEGER", for: "\(name).\(relationship.name)")
+                let key = addColumn(table, "Z" + relationship.name.uppercased(), "INTEGER", for: "\(name).\(relationship.name)", entity: name, kind: .toOne)
                 tables[table]!.indexes.append(("\(table)_\(key)_INDEX", [key]))
                 var entityColumn: String?
                 if let destination = model.entity(named: relationship.destination), !destination.subentities.isEmpty {
                     entityColumn = addColumn(table, "Z\(number[relationship.destination]!)_\(relationship.name.uppercased())", "INTEGER",
-                                             for: "the entity of \(name).\(relationship.name)")
+                                             for: "the entity of \(name).\(relationship.name)", entity: name, kind: .toOne)
                 }
                 toOne[relationship.name] = (key, entityColumn)
             }
@@ -191,16 +209,18 @@ struct SQLiteSchema {
                     let key = columns?.key ?? "Z" + inverse.name.uppercased()
                     var order: String?
                     if relationship.isOrdered {
-                        order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER", for: "the order of \(name).\(relationship.name)")
+                        order = addColumn(destinationTable, "Z_FOK_" + inverse.name.uppercased(), "INTEGER", for: "the order of \(name).\(relationship.name)",
+                                          entity: Self.declaringEntity(of: inverse.name, from: relationship.destination, model: model), kind: .order)
                     }
                     storage[relationship.name] = .inverseForeignKey(table: destinationTable, column: key, entity: columns?.entity, order: order)
                 } else if inverse == nil {
-                    let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER", for: "\(name).\(relationship.name)")
+                    let column = addColumn(destinationTable, "Z\(number[name]!)\(relationship.name.uppercased())", "INTEGER", for: "\(name).\(relationship.name)",
+                                           entity: relationship.destination, kind: .hiddenForeignKey)
                     tables[destinationTable]!.indexes.append(("\(destinationTable)_\(column)_INDEX", [column]))
                     var order: String?
                     if relationship.isOrdered {
                         order = addColumn(destinationTable, "Z_FOK_\(number[name]!)\(relationship.name.uppercased())", "INTEGER",
-                                          for: "the order of \(name).\(relationship.name)")
+                                          for: "the order of \(name).\(relationship.name)", entity: relationship.destination, kind: .order)
                     }
                     storage[relationship.name] = .hiddenForeignKey(table: destinationTable, column: column, order: order)
                 }
@@ -228,11 +248,11 @@ struct SQLiteSchema {
                 var otherColumn = "Z_\(theirs.0)\(relationship.name.uppercased())"
                 if otherColumn == ownColumn { otherColumn += "1" }
                 let purpose = "\(name).\(relationship.name)"
-                var columns = [(ownColumn, "INTEGER", purpose), (otherColumn, "INTEGER", purpose)]
+                var columns = [(ownColumn, "INTEGER", purpose, 0), (otherColumn, "INTEGER", purpose, 1)]
                 let order: String? = relationship.isOrdered ? "Z_FOK_\(otherColumn.dropFirst(2))" : nil
                 let otherOrder: String? = inverse.isOrdered && relationship.name != inverse.name ? "Z_FOK_\(ownColumn.dropFirst(2))" : nil
-                if let order { columns.append((order, "INTEGER", "the order of \(purpose)")) }
-                if let otherOrder { columns.append((otherOrder, "INTEGER", "the order of \(declaring).\(inverse.name)")) }
+                if let order { columns.append((order, "INTEGER", "the order of \(purpose)", 2)) }
+                if let otherOrder { columns.append((otherOrder, "INTEGER", "the order of \(declaring).\(inverse.name)", 3)) }
                 tables[table] = Table(name: table, columns: columns, indexes: [("\(table)_\(otherColumn)_INDEX", [otherColumn, ownColumn])])
                 toManyStorage[name]![relationship.name] = .join(
                     table: table, own: ownColumn, other: otherColumn, order: order, otherOrder: otherOrder, otherTable: tableName(relationship.destination))
@@ -297,7 +317,7 @@ struct SQLiteSchema {
 
     /// The statements that create one table and its indexes.
     static func createStatements(for table: Table) -> [String] {
-        let columns = table.columns.map { "\(quote($0.name)) \($0.type)" }
+        let columns = table.columns.sorted { ($0.place, $0.name) < ($1.place, $1.name) }.map { "\(quote($0.name)) \($0.type)" }
         let primary = table.name.hasPrefix("Z_") ? ", PRIMARY KEY (\(quote(table.columns[0].name)), \(quote(table.columns[1].name)))" : ""
         let unique = table.uniqueIndexes.map { index in
             let columns = index.columns.map { "\(quote($0)) COLLATE BINARY ASC" }.joined(separator: ", ")

@@ -38,8 +38,8 @@ extension SQLiteStoreType: SchemaChanging {
             var updated = try Self.readMetadata(from: connection, url: url)
             try updated.setModel(last)
             try Self.writeMetadata(updated, to: connection)
-            // Core Data's cached model describes the old version now: no cache is better than a wrong one.
-            if try connection.exists("Z_MODELCACHE") { try connection.execute("DELETE FROM Z_MODELCACHE") }
+            // Core Data's cached model describes the old version: the new one's replaces it.
+            try Self.writeModelCache(last, to: connection)
         }
     }
 

@@ -119,9 +119,12 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
             guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"].contains(mode) else {
                 throw StoreError(.invalidChange, "unknown journal_mode \(mode)", url: url)
             }
+            // Incremental auto-vacuum, as Core Data's stores have it (set before the first table).
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
             try connection.execute("PRAGMA journal_mode = \(mode)")
             var metadata = try StoreMetadata(storeType: coreDataStoreType, model: model)
             metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
+            for (key, value) in SQLiteStoreType.coreDataKeys { metadata[key] = value }
             metadata[SQLiteExternalData.metadataKey] = .integer(1)
             try connection.transaction {
                 for sql in schema.createStatements { try connection.execute(sql) }
@@ -131,6 +134,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
                     try insert.run([.integer(Int64(entity.number)), .text(name), .integer(Int64(entity.superNumber))])
                 }
                 try SQLiteStoreType.writeMetadata(metadata, to: connection)
+                try SQLiteStoreType.writeModelCache(model, to: connection)
             }
             return (connection, metadata)
         } catch {

@@ -144,9 +144,17 @@ public struct SQLiteStoreType: StoreType {
         return metadata
     }
 
+    /// The keys Core Data writes into a new store's Z_PLIST besides the model's: the framework
+    /// version whose layout new stores follow (1523, the newest in `shared/fixtures/coredata-stores`,
+    /// docs/sqlite-layout.md) and the auto-vacuum level, as Core Data writes them.
+    static let coreDataKeys: [String: PropertyListValue] = [
+        "NSPersistenceFrameworkVersion": .integer(1523),
+        "NSPersistenceMaximumFrameworkVersion": .integer(1523),
+        "_NSAutoVacuumLevel": .string("2"),
+    ]
+
     /// Writes the metadata: the store UUID in Z_UUID, where Core Data keeps it (never NULL: a
-    /// metadata without one keeps the store's), and in Z_PLIST too, where earlier versions of
-    /// this library read it; everything else in Z_PLIST.
+    /// metadata without one keeps the store's), everything else in Z_PLIST.
     static func writeMetadata(_ metadata: StoreMetadata, to connection: SQLiteConnection) throws {
         var values = metadata.values
         let existing = try connection.statement("SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows { row -> String? in
@@ -154,7 +162,7 @@ public struct SQLiteStoreType: StoreType {
             return nil
         }.first ?? nil
         let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
-        values[StoreMetadata.Key.storeUUID] = .string(uuid)
+        values[StoreMetadata.Key.storeUUID] = nil
         // How the store's external-storage columns hold values is the store's, not the caller's to drop.
         if values[SQLiteExternalData.metadataKey] == nil,
            case .blob(let plist)? = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows([], { $0.column(0) }).first,

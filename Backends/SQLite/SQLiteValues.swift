@@ -10,7 +10,7 @@ enum SQLiteValues {
         case .integer(let v): return .integer(v)
         case .boolean(let v): return .integer(v ? 1 : 0)
         case .double(let v): return real(v)
-        case .decimal(let v): return .text(v.description)
+        case .decimal(let v): return decimal(v)
         case .string(let v): return .text(v)
         case .uri(let v): return .text(v.absoluteString)
         case .date(let v): return real(v.timeIntervalSinceReferenceDate)
@@ -45,6 +45,16 @@ enum SQLiteValues {
         return .real(v)
     }
 
+    /// A decimal as Core Data keeps it in a `DECIMAL` column, a number, where that is exact: an
+    /// integer when it is one that fits, else a double when the double reads back as the same
+    /// decimal. Any other decimal (more digits than a double holds) is its text as a blob: the
+    /// column's NUMERIC affinity would turn text into a rounded double, and leaves blobs alone.
+    private static func decimal(_ v: Decimal) -> SQLValue {
+        if let integer = Int64(exactly: v as NSDecimalNumber), Decimal(integer) == v { return .integer(integer) }
+        if let double = Double(exactly: v as NSDecimalNumber), ValueText.decimal(double) == v { return .real(double) }
+        return .blob(Data(v.description.utf8))
+    }
+
     /// What ``real(_:)`` wrote as a blob.
     private static func real(_ blob: Data) -> Double? {
         guard blob.count == 8 else { return nil }
@@ -71,6 +81,7 @@ enum SQLiteValues {
         case (.decimal, .text(let t)): return ValueText.decimal(t).map(Value.decimal)
         case (.decimal, .real(let v)): return ValueText.decimal(v).map(Value.decimal)
         case (.decimal, .integer(let v)): return .decimal(Decimal(v))
+        case (.decimal, .blob(let b)): return String(validating: b, as: UTF8.self).flatMap(ValueText.decimal).map(Value.decimal)
         case (.string, .text(let t)): return .string(t)
         case (.string, .blob(let b)): return String(validating: b, as: UTF8.self).map(Value.string)
         case (.uri, .text(let t)): return ValueText.uri(t).map(Value.uri)

@@ -33,17 +33,22 @@ struct SQLiteStoreTests {
         let tables = Set(try db.strings("SELECT name FROM sqlite_master WHERE type = 'table'").map { $0[0] })
         #expect(tables == ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE", "ZITEM", "ZPERSON", "ZPET", "ZPLAYLIST", "ZTAG", "ZTRACK",
                            "ZVEHICLE", "Z_2FRIENDS", "Z_5TRACKS"])
-        // One table per inheritance root; sub-entities' columns live in it.
-        #expect(try db.columns("ZVEHICLE") == ["Z_PK", "Z_ENT", "Z_OPT", "ZWHEELS", "ZSEATS", "ZTOPSPEED", "ZPAYLOAD"])
+        // One table per inheritance root; sub-entities' columns live in it. Columns in Core Data's
+        // order: by declared type (INTEGER, TIMESTAMP, FLOAT, DECIMAL, VARCHAR, BLOB), then by entity,
+        // then attributes, to-ones and order columns, then by name.
+        #expect(try db.columns("ZVEHICLE") == ["Z_PK", "Z_ENT", "Z_OPT", "ZWHEELS", "ZSEATS", "ZPAYLOAD", "ZTOPSPEED"])
         // To-one foreign keys, the ordered to-many's order column on the destination.
-        #expect(try db.columns("ZTRACK") == ["Z_PK", "Z_ENT", "Z_OPT", "ZTITLE", "ZPLAYLIST", "Z_FOK_PLAYLIST"])
-        #expect(try db.columns("ZPET") == ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME", "ZOWNER"])
-        #expect(try db.columns("ZPERSON") == ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME", "ZAGE", "ZNICKNAME", "ZSPOUSE", "ZMANAGER"])
+        #expect(try db.columns("ZTRACK") == ["Z_PK", "Z_ENT", "Z_OPT", "ZPLAYLIST", "Z_FOK_PLAYLIST", "ZTITLE"])
+        #expect(try db.columns("ZPET") == ["Z_PK", "Z_ENT", "Z_OPT", "ZOWNER", "ZNAME"])
+        #expect(try db.columns("ZPERSON") == ["Z_PK", "Z_ENT", "Z_OPT", "ZAGE", "ZMANAGER", "ZSPOUSE", "ZNAME", "ZNICKNAME"])
         // Many-to-many join tables, columns named by entity number and the relationship that reaches the rows.
         #expect(try db.columns("Z_5TRACKS") == ["Z_5TAGS", "Z_6TRACKS"])
         #expect(try db.columns("Z_2FRIENDS") == ["Z_2FRIENDS", "Z_2FRIENDS1"])
         let indexes = Set(try db.strings("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").map { $0[0] })
         #expect(indexes.isSuperset(of: ["ZPET_ZOWNER_INDEX", "ZTRACK_ZPLAYLIST_INDEX", "ZPERSON_ZMANAGER_INDEX", "Z_5TRACKS_Z_6TRACKS_INDEX"]))
+        // The entity column of a table that holds a hierarchy is indexed; of one that holds one entity, not.
+        #expect(indexes.contains("ZVEHICLE_Z_ENT_INDEX") && !indexes.contains("ZPERSON_Z_ENT_INDEX"))
+        #expect(try db.strings("PRAGMA auto_vacuum") == [["2"]])
         #expect(try db.strings("PRAGMA journal_mode") == [["wal"]])
         // The metadata is a binary property list Core Data can read.
         let plist = try db.strings("SELECT hex(Z_PLIST), Z_UUID FROM Z_METADATA")
@@ -51,11 +56,17 @@ struct SQLiteStoreTests {
         #expect(data.starts(with: Data("bplist00".utf8)))
         let metadata = StoreMetadata(try #require(PropertyListValue.decodeDictionary(data)))
         #expect(metadata.storeType == "SQLite")
-        // The store UUID lives in Z_UUID, as in Core Data's stores (and in the plist, for earlier versions).
-        #expect(metadata.storeUUID?.uuidString == plist[0][1])
+        // The store UUID lives in Z_UUID, and only there, as in Core Data's stores.
+        #expect(metadata.storeUUID == nil)
+        #expect(UUID(uuidString: plist[0][1]) != nil)
         #expect(try type.readMetadata(at: url).storeUUID?.uuidString == plist[0][1])
         #expect(metadata[StoreMetadata.Key.versionHashesVersion] == .integer(3))
         #expect(metadata.versionHashes == StoreConformance.model.versionHashes)
+        // Core Data's keys, with the types it writes them in (shared/fixtures/coredata-stores).
+        #expect(metadata["NSPersistenceFrameworkVersion"] == .integer(1523))
+        #expect(metadata["_NSAutoVacuumLevel"] == .string("2"))
+        #expect(metadata["NSStoreModelVersionIdentifiers"] == .array([.string("conformance-1")]))
+        #expect(metadata["NSStoreModelVersionHashesDigest"] == .string(StoreConformance.model.versionHashesDigest))
     }
 
     @Test("a many-to-many is laid out as in a real Core Data store")
@@ -81,6 +92,31 @@ struct SQLiteStoreTests {
         #expect(try db.strings("SELECT sql FROM sqlite_master WHERE name = 'Z_1BOOKS_Z_2BOOKS_INDEX'").first?.first?.contains("(\"Z_2BOOKS\", \"Z_1AUTHORS\")") == true)
     }
 
+    @Test("a decimal is a number in its DECIMAL column where that is exact, else its text as a blob; each reads back exactly")
+    func decimals() throws {
+        let folder = try Folder()
+        let url = folder.file("decimals.sqlite")
+        let texts = ["10", "-3", "1.5", "0.1", "12345678901234567890.123", "3.14159265358979323846", "99999999999999999999"]
+        let store = try makeStore(url)
+        let keys = try store.allocatePrimaryKeys(entity: "Item", count: texts.count).map { ObjectKey("Item", $0) }
+        try store.save(ChangeSet(inserted: zip(keys, texts).map { ObjectRecord(key: $0, attributes: ["decimal": .decimal(Decimal(string: $1)!)]) }))
+        try store.close()
+        do {
+            // SQLite's own view: the storage class of each value.
+            let db = try RawDatabase(url)
+            defer { db.close() }
+            #expect(try db.strings("SELECT typeof(ZDECIMAL) FROM ZITEM ORDER BY Z_PK").map { $0[0] }
+                    == ["integer", "integer", "real", "real", "blob", "blob", "blob"])
+            #expect(try db.strings("SELECT CAST(ZDECIMAL AS TEXT) FROM ZITEM WHERE typeof(ZDECIMAL) = 'blob' ORDER BY Z_PK").map { $0[0] }
+                    == ["12345678901234567890.123", "3.14159265358979323846", "99999999999999999999"])
+        }
+        let reopened = try makeStore(url)
+        defer { try? reopened.close() }
+        for (key, text) in zip(keys, texts) {
+            #expect(try reopened.record(for: key)?.attributes["decimal"] == .decimal(Decimal(string: text)!), "\(text)")
+        }
+    }
+
     @Test("values are stored as the spec says; Z_OPT and Z_MAX are kept")
     func storedValues() throws {
         let folder = try Folder()
@@ -96,8 +132,9 @@ struct SQLiteStoreTests {
         try store.close()
         let db = try RawDatabase(url)
         defer { db.close() }
+        // A decimal a double holds exactly is a number in its DECIMAL column, as Core Data keeps it.
         #expect(try db.strings("SELECT ZFLAG, ZDATE, hex(ZUUID), ZDECIMAL, typeof(ZDECIMAL), ZURI, Z_OPT, Z_ENT FROM ZITEM") ==
-                [["1", "10.5", "00112233445566778899AABBCCDDEEFF", "1.1", "text", "https://a.b/c", "2", "1"]])
+                [["1", "10.5", "00112233445566778899AABBCCDDEEFF", "1.1", "real", "https://a.b/c", "2", "1"]])
         #expect(try db.strings("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") == [["1"]])
     }
 

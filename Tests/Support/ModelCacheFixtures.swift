@@ -37,4 +37,10 @@ public enum ModelCacheFixtures {
             })
         }
     }
+
+    /// What Core Data created in the recent stores among these (`Fixtures/CoreDataSchema`, see
+    /// its README): tables, columns, indexes and metadata key types, by store name.
+    public static func coreDataSchemas() throws -> Data {
+        try Data(contentsOf: Bundle.module.resourceURL!.appending(path: "Fixtures/CoreDataSchema/schemas.json"))
+    }
 }

@@ -33,4 +33,21 @@ public enum ModelArchive {
     public static func decodeModelCache(_ compressed: Data) throws -> ManagedObjectModel {
         try decodeModel(RawDeflate.inflate(compressed))
     }
+
+    /// The model cache Core Data keeps in a store (`Z_MODELCACHE.Z_CONTENT`): `model` archived
+    /// as Core Data archives an `NSManagedObjectModel`, compressed as a raw DEFLATE stream.
+    /// ``decodeModelCache(_:)`` reads it back to a model with the same version hashes.
+    ///
+    /// - Throws: ``ModelError`` (`unsupported`) for a model using what no real archive has shown
+    ///   the archived form of (abstract entities, validation rules, external storage, named
+    ///   configurations), naming each.
+    public static func encodeModelCache(_ model: ManagedObjectModel) throws -> Data {
+        RawDeflate.deflate(try ArchivedModelWriter.encode(model))
+    }
+
+    /// `model` archived as a compiled model (the content of a `.mom` file).
+    /// - Throws: ``ModelError``, as ``encodeModelCache(_:)``.
+    public static func encodeModel(_ model: ManagedObjectModel) throws -> Data {
+        try ArchivedModelWriter.encode(model)
+    }
 }

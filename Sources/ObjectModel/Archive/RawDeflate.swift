@@ -51,6 +51,27 @@ package enum RawDeflate {
         }
     }
 
+    /// `data` compressed as a raw DEFLATE stream (what ``inflate(_:limit:)`` reads).
+    package static func deflate(_ data: Data) -> Data {
+        var stream = z_stream()
+        guard objectstore_deflate_init_raw(&stream) == Z_OK else { fatalError("zlib cannot start deflating: out of memory") }
+        defer { deflateEnd(&stream) }
+        var input = [UInt8](data)
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))))
+        input.withUnsafeMutableBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { target in
+                stream.next_in = source.baseAddress
+                stream.avail_in = uInt(source.count)
+                stream.next_out = target.baseAddress
+                stream.avail_out = uInt(target.count)
+                // deflateBound's room takes the whole stream in one call.
+                let status = CZlib.deflate(&stream, Z_FINISH)
+                precondition(status == Z_STREAM_END, "zlib: deflate into deflateBound's room did not finish (\(status))")
+            }
+        }
+        return Data(output.prefix(Int(stream.total_out)))
+    }
+
     /// zlib's message for the stream's last error, else for `status`.
     private static func message(_ stream: z_stream, _ status: Int32) -> String {
         if let text = stream.msg { return String(cString: text) }

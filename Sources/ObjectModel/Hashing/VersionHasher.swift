@@ -62,6 +62,18 @@ enum VersionHasher {
         return sha256(bytes).base64EncodedString()
     }
 
+    /// Core Data's `NSStoreModelVersionHashesDigest`: SHA-512 over each entity's name (UTF-8)
+    /// followed by its hash, in ascending order of name, base64-encoded (found on every store of
+    /// `shared/fixtures/coredata-stores` that has the key; docs/sqlite-layout.md).
+    static func hashesDigest(of hashes: [String: Data]) -> String {
+        var bytes = Data()
+        for name in hashes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            bytes.append(Data(name.utf8))
+            bytes.append(hashes[name]!)
+        }
+        return Data(SHA512.hash(data: bytes)).base64EncodedString()
+    }
+
     private static func propertyHash(name: String, optional: Bool, transient: Bool, modifier: String?) -> Data {
         var flags: UInt16 = 0
         if optional { flags |= PropertyFlag.optional }

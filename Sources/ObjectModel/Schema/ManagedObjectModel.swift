@@ -72,6 +72,10 @@ public struct ManagedObjectModel: Sendable, Hashable {
         }
     }
 
+    /// Core Data's digest of the entity hashes (`NSStoreModelVersionHashesDigest`): SHA-512 over
+    /// each entity's name and hash in ascending order of name, base64-encoded.
+    public var versionHashesDigest: String { VersionHasher.hashesDigest(of: resolved.hashes) }
+
     /// The names of the entities a configuration holds (every entity for nil or unknown names).
     public func entityNames(inConfiguration configuration: String?) -> [String] {
         guard let configuration, let names = configurations[configuration] else { return entityNames }

@@ -28,6 +28,9 @@ public struct StoreMetadata: Sendable, Hashable {
         public static let versionIdentifiers = "NSStoreModelVersionIdentifiers"
         /// The model's version checksum (`NSStoreModelVersionChecksumKey`).
         public static let versionChecksum = "NSStoreModelVersionChecksumKey"
+        /// The digest of the entity hashes (`NSStoreModelVersionHashesDigest`): base64 of SHA-512
+        /// over each entity's name (UTF-8) and hash, in ascending order of name.
+        public static let versionHashesDigest = "NSStoreModelVersionHashesDigest"
         /// The store's model in ObjectStore's JSON model format (data).
         public static let embeddedModel = "ObjectStoreModel"
     }
@@ -52,11 +55,13 @@ public struct StoreMetadata: Sendable, Hashable {
         try setModel(model)
     }
 
-    /// Records `model` as the store's model: hashes, identifiers, checksum and the embedded model.
+    /// Records `model` as the store's model: hashes, their digest, identifiers (`[""]` for none, as
+    /// Core Data writes it), checksum and the embedded model.
     public mutating func setModel(_ model: ManagedObjectModel) throws {
         values[Key.versionHashes] = .dictionary(model.versionHashes.mapValues { .data($0) })
+        values[Key.versionHashesDigest] = .string(model.versionHashesDigest)
         values[Key.versionHashesVersion] = .integer(Self.currentHashesVersion)
-        values[Key.versionIdentifiers] = .array(model.versionIdentifiers.map { .string($0) })
+        values[Key.versionIdentifiers] = .array((model.versionIdentifiers.isEmpty ? [""] : model.versionIdentifiers).map { .string($0) })
         values[Key.versionChecksum] = .string(model.versionChecksum)
         values[Key.embeddedModel] = .data(try JSONModelFormat.encode(model))
     }
@@ -80,9 +85,10 @@ public struct StoreMetadata: Sendable, Hashable {
     /// The store's UUID.
     public var storeUUID: UUID? { values[Key.storeUUID]?.stringValue.flatMap(UUID.init(uuidString:)) }
 
-    /// The model version identifiers recorded in the store.
+    /// The model version identifiers recorded in the store (`[""]`, Core Data's "none", is none).
     public var versionIdentifiers: [String] {
-        values[Key.versionIdentifiers]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let identifiers = values[Key.versionIdentifiers]?.arrayValue?.compactMap(\.stringValue) ?? []
+        return identifiers == [""] ? [] : identifiers
     }
 
     /// Entity name to version hash, as recorded in the store.
