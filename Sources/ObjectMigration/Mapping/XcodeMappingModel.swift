@@ -102,6 +102,11 @@ struct XMLStoreObjects {
             let text = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
             throw fail("the XML does not parse (\(text))", line: parser.lineNumber, column: parser.columnNumber)
         }
+        // Foundation's parser on Linux accepts a document that ends inside an element.
+        if let open = delegate.path.last {
+            let (line, column) = SyntaxPosition.position(ofByte: data.count, in: data)
+            throw fail("the XML ends before <\(open)> is closed", line: line, column: column)
+        }
         guard delegate.sawDatabase else { throw fail("no <database> element: not a Core Data XML store") }
         var store = XMLStoreObjects()
         for object in delegate.objects {
@@ -116,7 +121,7 @@ struct XMLStoreObjects {
         var objects: [Object] = []
         var sawDatabase = false
         var failure: (message: String, line: Int, column: Int)?
-        private var path: [String] = []
+        private(set) var path: [String] = []
         private var object: Object?
         private var attribute: (name: String, type: String)?
         private var text = ""
