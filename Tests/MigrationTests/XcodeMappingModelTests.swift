@@ -231,7 +231,7 @@ struct XcodeMappingModelTests {
 
     @Test("random damage to the archived expression and to the XML gives typed errors, never a crash")
     func randomDamage() throws {
-        var random = SeededRandom(seed: 11)
+        var random = SeededGenerator(state: 11)
         let archive = ArchivedExpression.destinations("PetToPet", .keyPath(.source("owner"), "pets")).archive
         var refused = 0
         for round in 0..<600 {
@@ -275,18 +275,5 @@ struct XcodeMappingModelTests {
         #expect(try XcodeMappingModel.load(at: folder).entityMappings.count == 4)
         #expect(try XcodeMappingModel.load(at: folder.appending(path: "xcmapping.xml")).entityMappings.count == 4)
         #expect(!XcodeMappingModel.isMappingModel(at: workspace.folder.appending(path: "mapping.json")))
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing damage case can be replayed.
-struct SeededRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
