@@ -156,6 +156,37 @@ struct XcodeMappingModelTests {
         #expect(document["Note"] == nil && (document["Tag"] ?? []).isEmpty)
     }
 
+    @Test("without model paths the mapping fits the step whose models have what it names, not another; with paths, the versions they name")
+    func fitsItsStep() throws {
+        let petsV0 = model {
+            Entity("Person") { Attribute("name", .string); Relationship("pets", to: "Pet", inverse: "owner", toMany: true) }
+            Entity("Pet") { Attribute("name", .string); Relationship("owner", to: "Person", inverse: "pets") }
+            Entity("Note") { Attribute("text", .string) }
+        }
+        let versions = try ModelVersions(versions: [.init(name: "Pets 0", model: petsV0), .init(name: "Pets", model: Self.petsV1),
+                                                    .init(name: "Pets 2", model: Self.petsV2)])
+        let workspace = try Workspace()
+        let url = workspace.location("pets", "sqlite")
+        try makeStore("sqlite", at: url, model: petsV0, json: "{}")
+        let registry = PolicyRegistry()
+        registry.register(DefaultMigrationPolicy(), named: "Pets.PersonPolicy")
+        let withPaths = try XcodeMappingModel.decode(Data(Self.pets().utf8))
+        let text = Self.pets().split(separator: "\n").filter { !$0.contains("modelpath") }.joined(separator: "\n")
+        let withoutPaths = try XcodeMappingModel.decode(Data(text.utf8))
+        #expect(withoutPaths.sourceVersion == nil && withoutPaths.destinationVersion == nil)
+        for mapping in [withPaths, withoutPaths] {
+            let migrator = StoreMigrator(versions: versions, mappings: [StepMapping(name: "Pets.xcmappingmodel", mapping: mapping)], policies: registry)
+            let plan = try migrator.plan(forStoreAt: url, type: Backends.type("sqlite"))
+            #expect(plan.steps.map(\.description) == ["Pets 0 -> Pets: lightweight", "Pets -> Pets 2: mapping Pets.xcmappingmodel"])
+        }
+        // A step whose source lacks what the mapping reads (Person.age) is not fitted: it is inferred, the mapping left unused.
+        let skipping = try ModelVersions(versions: [.init(name: "Pets 0", model: petsV0), .init(name: "Pets 2", model: Self.petsV2)])
+        let migrator = StoreMigrator(versions: skipping, mappings: [StepMapping(name: "Pets.xcmappingmodel", mapping: withoutPaths)], policies: registry)
+        let plan = try migrator.plan(forStoreAt: url, type: Backends.type("sqlite"))
+        #expect(plan.steps.count == 1 && plan.steps.allSatisfy { !$0.description.contains("mapping") }, "\(plan.steps)")
+        #expect(plan.unusedMappings == ["Pets.xcmappingmodel"])
+    }
+
     /// The model object and one entity mapping whose `fullName` mapping holds `expression` (or `extra` text).
     static func single(expression: ArchivedExpression? = nil, base64: String? = nil, entity extra: String = "",
                        type: String = "Transform", modelObject: Bool = true) -> String {

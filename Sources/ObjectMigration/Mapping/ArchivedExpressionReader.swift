@@ -70,6 +70,9 @@ struct ArchivedExpressionReader {
             let arguments = try self.arguments(of: object)
             guard arguments.count == 1 else { throw Refusal("\(object.label) has \(arguments.count) arguments, not one key path") }
             let path = try keyPath(arguments[0])
+            guard selector == "valueForKeyPath:" || !path.contains(".") else {
+                throw Refusal("\(object.label): valueForKey: with the key \(path), which holds a dot (one key, not a key path)")
+            }
             guard let operand = try reader.referenced(in: object, "NSOperand") else {
                 throw Refusal("\(object.label) has no operand: a key path on the evaluated object has no meaning here (write $source.\(path))")
             }
