@@ -37,16 +37,6 @@ struct XcodeMappingCommandTests {
         </model>
         """
 
-    static func property(_ type: String, _ id: String, _ name: String, _ expression: ArchivedExpression?) -> String {
-        """
-            <object type="XDDEV\(type)MAPPING" id="\(id)">
-                <attribute name="name" type="string">\(name)</attribute>
-                \(expression.map { #"<attribute name="valueexpressiondata" type="binary">\#($0.base64)</attribute>"# }
-                    ?? #"<attribute name="autogenerateexpression" type="bool">1</attribute>"#)
-            </object>
-        """
-    }
-
     /// AuthorToWriter and BookToBook, as Xcode would write them; `paths` records the two model versions.
     static func mapping(paths: Bool = true, policy: String? = nil) -> String {
         XcodeMappingXML.document("""
@@ -78,12 +68,12 @@ struct XcodeMappingCommandTests {
                 <relationship name="attributemappings" type="0/0" destination="XDDEVATTRIBUTEMAPPING" idrefs="z6 z7 z8"></relationship>
                 <relationship name="relationshipmappings" type="0/0" destination="XDDEVRELATIONSHIPMAPPING" idrefs="z9"></relationship>
             </object>
-        \(property("ATTRIBUTE", "z4", "fullName", .source("name")))
-        \(property("RELATIONSHIP", "z5", "books", .destinations("BookToBook", .source("books"))))
-        \(property("ATTRIBUTE", "z6", "title", nil))
-        \(property("ATTRIBUTE", "z7", "pages", nil))
-        \(property("ATTRIBUTE", "z8", "shelf", .constant(.string("unsorted"))))
-        \(property("RELATIONSHIP", "z9", "writer", .destinations("AuthorToWriter", .source("author"))))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z4", "fullName", expression: .source("name")))
+        \(XcodeMappingXML.property("RELATIONSHIP", "z5", "books", expression: .destinations("BookToBook", .source("books"))))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z6", "title", generated: true))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z7", "pages", generated: true))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z8", "shelf", expression: .constant(.string("unsorted"))))
+        \(XcodeMappingXML.property("RELATIONSHIP", "z9", "writer", expression: .destinations("AuthorToWriter", .source("author"))))
         """)
     }
 

@@ -30,19 +30,6 @@ struct XcodeMappingModelTests {
         Entity("Tag") { Attribute("label", .string, optional: true) }
     }
 
-    /// One property mapping object.
-    static func property(_ type: String, _ id: String, _ name: String, owner: String, expression: ArchivedExpression? = nil,
-                         generated: Bool = false) -> String {
-        """
-            <object type="XDDEV\(type)MAPPING" id="\(id)">
-                <attribute name="name" type="string">\(name)</attribute>
-                \(generated ? #"<attribute name="autogenerateexpression" type="bool">1</attribute>"# : "")
-                \(expression.map { #"<attribute name="valueexpressiondata" type="binary">\#($0.base64)</attribute>"# } ?? "")
-                <relationship name="entitymapping" type="1/1" destination="XDDEVENTITYMAPPING" idrefs="\(owner)"></relationship>
-            </object>
-        """
-    }
-
     /// Four entity mappings, listed out of their `mappingnumber` order: a transform with a filter,
     /// a policy class, user info, written and generated expressions; an unnamed copy; an unnamed
     /// remove; an `Undefined` add.
@@ -60,14 +47,14 @@ struct XcodeMappingModelTests {
                 <relationship name="attributemappings" type="0/0" destination="XDDEVATTRIBUTEMAPPING" idrefs="z114 z115"></relationship>
                 <relationship name="relationshipmappings" type="0/0" destination="XDDEVRELATIONSHIPMAPPING" idrefs="z116"></relationship>
             </object>
-        \(property("ATTRIBUTE", "z110", "fullName", owner: "z102", expression: .source("name")))
-        \(property("ATTRIBUTE", "z111", "age", owner: "z102", generated: true))
-        \(property("ATTRIBUTE", "z112", "status", owner: "z102", expression: .constant(.string("active"))))
-        \(property("RELATIONSHIP", "z113", "pets", owner: "z102", expression: .destinations("PetToPet", .source("pets"))))
-        \(property("ATTRIBUTE", "z114", "name", owner: "z103", generated: true))
-        \(property("ATTRIBUTE", "z115", "ownerName", owner: "z103", expression: .keyPath(.source("owner"), "name")))
-        \(property("RELATIONSHIP", "z116", "owner", owner: "z103", generated: true))
-        \(property("ATTRIBUTE", "z117", "label", owner: "z105"))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z110", "fullName", owner: "z102", expression: .source("name")))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z111", "age", owner: "z102", generated: true))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z112", "status", owner: "z102", expression: .constant(.string("active"))))
+        \(XcodeMappingXML.property("RELATIONSHIP", "z113", "pets", owner: "z102", expression: .destinations("PetToPet", .source("pets"))))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z114", "name", owner: "z103", generated: true))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z115", "ownerName", owner: "z103", expression: .keyPath(.source("owner"), "name")))
+        \(XcodeMappingXML.property("RELATIONSHIP", "z116", "owner", owner: "z103", generated: true))
+        \(XcodeMappingXML.property("ATTRIBUTE", "z117", "label", owner: "z105"))
             <object type="XDDEVENTITYMAPPING" id="z102">
                 <attribute name="name" type="string">PersonToPerson</attribute>
                 <attribute name="sourcename" type="string">Person</attribute>

@@ -86,6 +86,21 @@ extension ArchiveBuilder {
 /// store whose metadata names Xcode's mapping entities and their version hashes, as
 /// docs/coredata-formats.md records it).
 package enum XcodeMappingXML {
+    /// One property mapping object (`type` `ATTRIBUTE` or `RELATIONSHIP`): its expression written
+    /// (`valueexpressiondata`), generated (`autogenerateexpression`) or neither; `owner` the entity
+    /// mapping its `entitymapping` refers to, when it writes one.
+    package static func property(_ type: String, _ id: String, _ name: String, owner: String? = nil,
+                                 expression: ArchivedExpression? = nil, generated: Bool = false) -> String {
+        """
+            <object type="XDDEV\(type)MAPPING" id="\(id)">
+                <attribute name="name" type="string">\(name)</attribute>
+                \(generated ? #"<attribute name="autogenerateexpression" type="bool">1</attribute>"# : "")
+                \(expression.map { #"<attribute name="valueexpressiondata" type="binary">\#($0.base64)</attribute>"# } ?? "")
+                \(owner.map { #"<relationship name="entitymapping" type="1/1" destination="XDDEVENTITYMAPPING" idrefs="\#($0)"></relationship>"# } ?? "")
+            </object>
+        """
+    }
+
     package static func document(_ objects: String) -> String {
         """
         <?xml version="1.0" standalone="yes"?>
