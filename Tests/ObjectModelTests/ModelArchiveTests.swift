@@ -189,7 +189,7 @@ import Testing
 
     @Test("random damage to a real archive gives a model or a typed error, never a crash")
     func randomDamage() throws {
-        var generator = DateTextTests.Generator(state: 11)
+        var generator = SeededGenerator(state: 11)
         for name in ModelCacheFixtures.names {
             let archive = try RawDeflate.inflate(try ModelCacheFixtures.blob(name))
             for _ in 0..<200 {

@@ -80,6 +80,9 @@ public struct MappingModel: Sendable {
     public var sourceVersion: String?
     /// The name of the model version the mapping leads to, when it says.
     public var destinationVersion: String?
+    /// Whether, naming no versions and recording no hashes, the mapping fits a step by the names
+    /// of its entities and properties (``fitsByNames(from:to:)``): an Xcode mapping model's way.
+    var fitsStepsByNames = false
 
     /// Creates a mapping model.
     public init(entityMappings: [EntityMapping], sourceVersion: String? = nil, destinationVersion: String? = nil) {
@@ -98,6 +101,21 @@ public struct MappingModel: Sendable {
     /// names one of its entity mappings, and every policy it names is registered.
     /// - Throws: ``MigrationError`` with ``MigrationError/Code/invalidMapping`` naming the entity mapping.
     public func check(from source: ManagedObjectModel, to destination: ManagedObjectModel, policies: PolicyRegistry = .shared) throws {
+        try check(from: source, to: destination, policies: Optional(policies))
+    }
+
+    /// Whether the mapping fits the two models by names alone: ``check(from:to:policies:)`` finds
+    /// nothing wrong (policies aside), and its entity mappings name every concrete entity of both.
+    /// How a mapping that records neither version names nor hashes is matched to a step.
+    func fitsByNames(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> Bool {
+        guard (try? check(from: source, to: destination, policies: nil)) != nil else { return false }
+        let sources = Set(entityMappings.compactMap(\.sourceEntity)), destinations = Set(entityMappings.compactMap(\.destinationEntity))
+        return source.entityDescriptions.allSatisfy { $0.isAbstract || sources.contains($0.name) }
+            && destination.entityDescriptions.allSatisfy { $0.isAbstract || destinations.contains($0.name) }
+    }
+
+    /// ``check(from:to:policies:)``; with no registry, policy names are not looked up.
+    func check(from source: ManagedObjectModel, to destination: ManagedObjectModel, policies: PolicyRegistry?) throws {
         for m in entityMappings {
             func fail(_ message: String) -> MigrationError { MigrationError(.invalidMapping, message, mapping: m.name) }
             var from: EntityDescription?
@@ -123,8 +141,9 @@ public struct MappingModel: Sendable {
                     throw fail("uniqueBy: \(d) has no attribute named \(name)")
                 }
             }
-            if let name = m.policyName, policies.policy(named: name) == nil {
-                throw fail("no migration policy named \(name) is registered")
+            if let name = m.policyName, let policies, policies.policy(named: name) == nil {
+                throw fail("no migration policy named \(name) is registered: the mapping names the custom policy class \(name), "
+                           + "so a policy of that name must be registered in the PolicyRegistry (register(_:named: \(String(reflecting: name))))")
             }
             // Key paths from the source entity, through relationships, to a property.
             func walk(_ expression: MappingExpression) throws {

@@ -130,7 +130,9 @@ public struct StepProgress: Sendable {
 ///
 /// It fits the step between the versions its ``MappingModel/sourceVersion`` and
 /// ``MappingModel/destinationVersion`` name; a mapping that names no versions fits the step
-/// whose models have the version hashes its entity mappings record.
+/// whose models have the version hashes its entity mappings record; an Xcode mapping model that
+/// records neither (no model paths) fits a step whose models have every entity and
+/// property it names, and no concrete entity it does not map.
 public struct StepMapping: Sendable {
     /// The name plans show (a mapping file's name).
     public var name: String
@@ -144,7 +146,7 @@ public struct StepMapping: Sendable {
     }
 
     /// Whether the mapping fits the step from `source` to `destination`: by the version names
-    /// it gives, else by the hashes it records (it must record at least one).
+    /// it gives, else by the hashes it records, else by the names of entities and properties.
     func fits(_ source: ModelVersions.Version, _ destination: ModelVersions.Version) -> Bool {
         if mapping.sourceVersion != nil || mapping.destinationVersion != nil {
             return (mapping.sourceVersion ?? source.name) == source.name && (mapping.destinationVersion ?? destination.name) == destination.name
@@ -160,6 +162,6 @@ public struct StepMapping: Sendable {
                 guard let entity = m.destinationEntity, destination.model.entity(named: entity)?.versionHash == hash else { return false }
             }
         }
-        return recorded
+        return recorded || (mapping.fitsStepsByNames && mapping.fitsByNames(from: source.model, to: destination.model))
     }
 }

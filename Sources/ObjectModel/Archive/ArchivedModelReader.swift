@@ -5,8 +5,11 @@ import Foundation
 ///
 /// Classes are recognised by name and never instantiated; a class or a key this reader
 /// does not know is an error naming it (docs/coredata-formats.md lists what is decoded).
-struct ArchivedModelReader {
+package struct ArchivedModelReader {
     let archive: KeyedArchiveObjects
+
+    /// A reader of `archive`'s objects (its helpers read any keyed archive, not only models).
+    package init(archive: KeyedArchiveObjects) { self.archive = archive }
 
     // MARK: The classes and keys decoded
 
@@ -336,31 +339,31 @@ struct ArchivedModelReader {
     }
 
     /// The node under `key`, references followed (nil when absent or `$null`).
-    func node(in object: ArchivedObject, _ key: String) throws -> PropertyListNode? {
+    package func node(in object: ArchivedObject, _ key: String) throws -> PropertyListNode? {
         guard let node = object.fields[key] else { return nil }
         if case .uid(let uid) = node { return try archive.node(uid, from: "\(object.label).\(key)") }
         return node
     }
 
-    func referencedObject(_ node: PropertyListNode, from place: String) throws -> ArchivedObject? {
+    package func referencedObject(_ node: PropertyListNode, from place: String) throws -> ArchivedObject? {
         guard case .uid(let uid) = node else {
             throw ModelError(.unreadable, problems: ["\(place) is \(KeyedArchiveObjects.describe(node)), not a reference to an object"])
         }
         return try archive.object(uid, from: place)
     }
 
-    func referenced(in object: ArchivedObject, _ key: String) throws -> ArchivedObject? {
+    package func referenced(in object: ArchivedObject, _ key: String) throws -> ArchivedObject? {
         guard let node = object.fields[key] else { return nil }
         return try referencedObject(node, from: "\(object.label).\(key)")
     }
 
-    func string(in object: ArchivedObject, _ key: String) throws -> String? {
+    package func string(in object: ArchivedObject, _ key: String) throws -> String? {
         guard let node = try node(in: object, key) else { return nil }
         return try text(node, from: "\(object.label).\(key)")
     }
 
     /// A string node, or an archived `NSString`/`NSMutableString`.
-    func text(_ node: PropertyListNode, from place: String) throws -> String {
+    package func text(_ node: PropertyListNode, from place: String) throws -> String {
         if case .string(let text) = node { return text }
         if case .dictionary(let fields) = node, case .uid? = fields["$class"], case .string(let text)? = fields["NS.string"] {
             return text
@@ -375,7 +378,7 @@ struct ArchivedModelReader {
         return text
     }
 
-    func integer(in object: ArchivedObject, _ key: String) throws -> Int64? {
+    package func integer(in object: ArchivedObject, _ key: String) throws -> Int64? {
         switch try node(in: object, key) {
         case nil: return nil
         case .integer(let v)?: return v
@@ -384,7 +387,7 @@ struct ArchivedModelReader {
         }
     }
 
-    func boolean(in object: ArchivedObject, _ key: String) throws -> Bool? {
+    package func boolean(in object: ArchivedObject, _ key: String) throws -> Bool? {
         switch try node(in: object, key) {
         case nil: return nil
         case .boolean(let v)?: return v
@@ -413,7 +416,7 @@ struct ArchivedModelReader {
         return try elements(of: collection)
     }
 
-    func elements(of collection: ArchivedObject) throws -> [PropertyListNode] {
+    package func elements(of collection: ArchivedObject) throws -> [PropertyListNode] {
         guard ["NSArray", "NSMutableArray", "NSSet", "NSMutableSet"].contains(collection.className) else {
             throw ModelError(.unsupported, problems: ["\(collection.label) where an array or a set was expected"])
         }
@@ -446,6 +449,11 @@ struct ArchivedModelReader {
     /// its `values`, slots holding the `emptyToken` skipped). Values are left unresolved.
     func dictionary(in object: ArchivedObject, _ key: String) throws -> [(key: String, value: PropertyListNode)] {
         guard let dictionary = try referenced(in: object, key) else { return [] }
+        return try entries(of: dictionary)
+    }
+
+    /// The entries of an archived dictionary, as ``dictionary(in:_:)`` reads them.
+    package func entries(of dictionary: ArchivedObject) throws -> [(key: String, value: PropertyListNode)] {
         let keys: [String]
         let values: [PropertyListNode]
         var empty: String?
@@ -483,7 +491,7 @@ struct ArchivedModelReader {
     }
 
     /// `node`, or what it refers to; a reference to `$null` is an error here.
-    func resolve(_ node: PropertyListNode, from place: String) throws -> PropertyListNode {
+    package func resolve(_ node: PropertyListNode, from place: String) throws -> PropertyListNode {
         guard case .uid(let uid) = node else { return node }
         guard let target = try archive.node(uid, from: place) else {
             throw ModelError(.unreadable, problems: ["\(place) holds $null"])

@@ -82,11 +82,11 @@ package struct ArchivedObject {
     package let fields: [String: PropertyListNode]
 
     /// `Class#index`, how messages name it.
-    var label: String { "\(className) #\(index)" }
+    package var label: String { "\(className) #\(index)" }
 
     /// Refuses a key this reader does not know: what it means is not guessed.
     /// - Throws: ``ModelError`` (`unsupported`) naming the class and every unknown key.
-    func requireKnownKeys(_ known: Set<String>) throws {
+    package func requireKnownKeys(_ known: Set<String>) throws {
         let unknown = fields.keys.filter { $0 != "$class" && !known.contains($0) }.sorted()
         guard unknown.isEmpty else {
             throw ModelError(.unsupported, problems: ["\(label): unknown key\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) (not decoded: its meaning is not established)"])

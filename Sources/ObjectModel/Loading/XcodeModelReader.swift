@@ -6,19 +6,11 @@ import FoundationXML
 /// Reads the `contents` XML of an Xcode `.xcdatamodel` into a model.
 ///
 /// Layout-only elements (`elements`, `element`) and fetch requests are skipped.
-enum XcodeModelReader {
+package enum XcodeModelReader {
     static func read(_ data: Data, file: String) throws -> ManagedObjectModel {
         guard !data.isEmpty else { throw ModelError(.unreadable, problems: ["the model file is empty"], file: file) }
-        // Foundation's XML parser is given UTF-8 only (what Xcode writes): other bytes are an error here, not its crash.
-        if let offset = SyntaxPosition.firstInvalidUTF8(in: data) {
-            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
-            throw ModelError(.syntax, problems: ["the file is not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16, uppercase: true)))"],
-                             file: file, line: line, column: column)
-        }
-        // Nor a processing instruction without data (`<?name?>`): Foundation's parser reads its missing text and crashes.
-        if let offset = emptyProcessingInstruction(in: data) {
-            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
-            throw ModelError(.syntax, problems: ["a processing instruction without data"], file: file, line: line, column: column)
+        if let unsafe = unsafeInput(data) {
+            throw ModelError(.syntax, problems: [unsafe.message], file: file, line: unsafe.line, column: unsafe.column)
         }
         let parser = XMLParser(data: data)
         let delegate = Delegate()
@@ -46,6 +38,22 @@ enum XcodeModelReader {
         } catch let error as ModelError {
             throw error.located(in: file)
         }
+    }
+
+    /// What in `data` Foundation's XML parser must not be given, and where (line and column from 1):
+    /// bytes that are not UTF-8 (what Xcode writes; other bytes are an error here, not the parser's
+    /// crash), or a processing instruction without data (`<?name?>`, whose missing text the parser
+    /// reads and crashes on). Nil when the parser may read it. Every reader of Xcode's XML files checks this first.
+    package static func unsafeInput(_ data: Data) -> (message: String, line: Int, column: Int)? {
+        if let offset = SyntaxPosition.firstInvalidUTF8(in: data) {
+            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
+            return ("the file is not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16, uppercase: true)))", line, column)
+        }
+        if let offset = emptyProcessingInstruction(in: data) {
+            let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
+            return ("a processing instruction without data", line, column)
+        }
+        return nil
     }
 
     /// The offset of the first `<?name?>` (a processing instruction without data), if any.

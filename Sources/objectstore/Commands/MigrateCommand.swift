@@ -26,7 +26,9 @@ struct MigrateCommand: ParsableCommand {
         discussion: "Default: the store's own model (embedded, or a Core Data store's Z_MODELCACHE), its only version."))
     var model: String?
     @Option(name: .customLong("to"), help: "The target version (default: the bundle's current version).") var target: String?
-    @Option(name: .customLong("mapping"), help: "A mapping file for one step; it names its versions or records their hashes (repeatable).")
+    @Option(name: .customLong("mapping"), help: ArgumentHelp(
+        "A mapping for one step: a JSON mapping file (it names its versions or records their hashes) or an Xcode .xcmappingmodel (or its xcmapping.xml) (repeatable).",
+        discussion: "An Xcode mapping model fits the step between the model versions it records, else the step whose models have the entities and properties it names; a custom policy class it names must be registered."))
     var mappings: [String] = []
     @Option(name: .customLong("next"), help: "FROM=TO: after version FROM comes TO, to skip a broken version (repeatable).")
     var next: [String] = []
@@ -66,6 +68,10 @@ struct MigrateCommand: ParsableCommand {
             versions.nextOverrides[parts[0]] = parts[1]
         }
         let steps = try mappings.map { file in
+            // An Xcode mapping model (a .xcmappingmodel folder or its xcmapping.xml), else a JSON mapping file.
+            if XcodeMappingModel.isMappingModel(at: URL(filePath: file)) {
+                return StepMapping(name: file, mapping: try XcodeMappingModel.load(at: URL(filePath: file)))
+            }
             let data: Data
             do { data = try Data(contentsOf: URL(filePath: file)) } catch { throw CLIError("\(file): cannot read it (\(error.localizedDescription))") }
             return StepMapping(name: file, mapping: try MappingFormat.decode(data, file: file))

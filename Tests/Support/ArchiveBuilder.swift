@@ -1,43 +1,47 @@
 import Foundation
-@testable import ObjectModel
+import ObjectModel
 
 /// Writes binary property lists and keyed archives by hand, so tests can make archives
-/// Core Data never wrote: one small model, and damaged or unknown variations of it.
-struct ArchiveBuilder {
+/// Core Data never wrote: one small model, and damaged or unknown variations of it; and the
+/// archived expressions of Xcode mapping models.
+package struct ArchiveBuilder {
     /// `$objects`; index 0 is `$null`.
-    var objects: [PropertyListNode] = [.string("$null")]
+    package var objects: [PropertyListNode] = [.string("$null")]
     private var classes: [String: Int] = [:]
+
+    /// An archive with only `$null` so far.
+    package init() {}
 
     /// Appends `node` to `$objects`; returns its UID.
     @discardableResult
-    mutating func add(_ node: PropertyListNode) -> Int {
+    package mutating func add(_ node: PropertyListNode) -> Int {
         objects.append(node)
         return objects.count - 1
     }
 
     /// A reference to a new string object.
-    mutating func string(_ text: String) -> PropertyListNode { .uid(add(.string(text))) }
+    package mutating func string(_ text: String) -> PropertyListNode { .uid(add(.string(text))) }
 
     /// Appends an object of `className` (its class record added once) with `fields`; returns its UID.
     @discardableResult
-    mutating func object(_ className: String, _ fields: [String: PropertyListNode]) -> Int {
+    package mutating func object(_ className: String, _ fields: [String: PropertyListNode]) -> Int {
         let record = classes[className] ?? add(.dictionary(["$classname": .string(className), "$classes": .array([.string(className), .string("NSObject")])]))
         classes[className] = record
         return add(.dictionary(fields.merging(["$class": .uid(record)]) { $1 }))
     }
 
     /// Reserves a UID to fill later with ``set(_:_:_:)`` (objects that refer to each other).
-    mutating func reserve() -> Int { add(.string("reserved")) }
+    package mutating func reserve() -> Int { add(.string("reserved")) }
 
     /// Fills a reserved UID with an object of `className`.
-    mutating func set(_ uid: Int, _ className: String, _ fields: [String: PropertyListNode]) {
+    package mutating func set(_ uid: Int, _ className: String, _ fields: [String: PropertyListNode]) {
         let temporary = object(className, fields)
         objects[uid] = objects.removeLast()
         precondition(temporary == objects.count)
     }
 
     /// The archive: `$archiver`, `$version`, `$top` → `root`, `$objects`, as a binary property list.
-    func archive(root: Int) -> Data {
+    package func archive(root: Int) -> Data {
         BinaryPlistWriter.encode(.dictionary([
             "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000),
             "$top": .dictionary(["root": .uid(root)]), "$objects": .array(objects),
@@ -46,7 +50,7 @@ struct ArchiveBuilder {
 
     /// The archive of a model with one entity `Event`, one optional Date attribute `timeStamp`:
     /// version-hash.md's test vector. `attributeFields` are merged into the attribute's keys.
-    static func eventModel(attributeFields: [String: PropertyListNode] = [:], entityFields: [String: PropertyListNode] = [:]) -> Data {
+    package static func eventModel(attributeFields: [String: PropertyListNode] = [:], entityFields: [String: PropertyListNode] = [:]) -> Data {
         var builder = ArchiveBuilder()
         let root = builder.reserve()
         let entity = builder.reserve()
@@ -75,8 +79,8 @@ struct ArchiveBuilder {
 
 /// Encodes a ``PropertyListNode`` as `bplist00`: every node its own object (no sharing),
 /// 2-byte references, 4-byte offsets.
-enum BinaryPlistWriter {
-    static func encode(_ top: PropertyListNode) -> Data {
+package enum BinaryPlistWriter {
+    package static func encode(_ top: PropertyListNode) -> Data {
         var body = [UInt8]("bplist00".utf8)
         var offsets: [Int] = []
         // Objects are numbered depth first; a container's references are known once its children are numbered.
@@ -126,12 +130,12 @@ enum BinaryPlistWriter {
         return Data(body)
     }
 
-    static func bigEndian(_ value: UInt64, _ size: Int) -> [UInt8] {
+    package static func bigEndian(_ value: UInt64, _ size: Int) -> [UInt8] {
         (0..<size).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
     }
 
     /// A raw DEFLATE stream of stored (uncompressed) blocks: valid input for any inflater.
-    static func storedDeflate(_ data: Data) -> Data {
+    package static func storedDeflate(_ data: Data) -> Data {
         var out: [UInt8] = []
         let bytes = [UInt8](data)
         var start = 0
