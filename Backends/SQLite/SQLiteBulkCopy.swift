@@ -21,6 +21,9 @@ extension SQLiteStore: BulkCopying {
               source.external.isTagged == external.isTagged
                 || !model.entityDescriptions.contains(where: { $0.storedAttributes.contains(where: \.allowsExternalBinaryDataStorage) }),
               Set(entities) == Set(model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)),
+              // Decimals an earlier version kept as text are copied through their values, which
+              // this store writes as numbers where exact (SQL cannot tell which texts those are).
+              source.schema.textDecimals.isEmpty,
               source.schema.byNumber == schema.byNumber,
               Set(source.schema.tables.keys) == Set(schema.tables.keys) else { return false }
         return schema.tables.allSatisfy { name, table in
@@ -73,19 +76,12 @@ extension SQLiteStore: BulkCopying {
                     continue
                 }
                 let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
-                // A decimal an earlier layout kept as text (a TEXT-affinity column) arrives as its text in
-                // a blob, as ``SQLiteValues`` writes one: the DECIMAL column's affinity would round it.
-                let values = table.columns.map { column in
-                    column.type == SQLiteSchema.sqlType(.decimal)
-                        ? "CASE WHEN typeof(\(quote(column.name))) = 'text' THEN CAST(\(quote(column.name)) AS BLOB) ELSE \(quote(column.name)) END"
-                        : quote(column.name)
-                }.joined(separator: ", ")
                 guard !held.isEmpty else {
-                    try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(values) FROM \(Self.attached).\(quoted)")
+                    try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
                     continue
                 }
                 for entity in held {
-                    try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(values) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
+                    try connection.statement("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted) WHERE Z_ENT = ?1")
                         .run([.integer(Int64(entity.number))])
                     counts[entity.name] = connection.changes
                 }

@@ -49,6 +49,15 @@ struct SQLiteSchema {
     let tables: [String: Table]
     /// Entity names in entity-number order.
     let ordered: [String]
+    /// `Entity.attribute` of every decimal attribute whose column the file declares with TEXT
+    /// affinity, as earlier versions of this library did (`DECIMAL TEXT`): such a column keeps
+    /// a decimal as its text (``SQLiteValues/sql(_:textDecimal:)``), as the rows already there do.
+    var textDecimals: Set<String> = []
+
+    /// Whether `entity`'s decimal `attribute` has a TEXT-affinity column (``textDecimals``).
+    func isTextDecimal(_ entity: String, _ attribute: String) -> Bool {
+        !textDecimals.isEmpty && textDecimals.contains("\(entity).\(attribute)")
+    }
 
     static func sqlType(_ type: AttributeType) -> String {
         switch type {
@@ -139,6 +148,12 @@ struct SQLiteSchema {
             }
         }
         self.init(model: model, numbers: numbers, existingTables: Set(file.columns.keys))
+        for (name, entity) in entities {
+            for (attribute, column) in entity.attributes
+            where model.entity(named: name)!.attributesByName[attribute]!.type == .decimal && file.textColumns.contains("\(entity.table.uppercased()).\(column.uppercased())") {
+                textDecimals.insert("\(name).\(attribute)")
+            }
+        }
         for table in tables.values.sorted(by: { $0.name < $1.name }) {
             guard let columns = file.columns[table.name.uppercased()] else {
                 throw StoreError(.corrupt, "the store has no table \(table.name), which its model needs", url: url)
@@ -339,6 +354,9 @@ struct SQLiteSchema {
 struct SQLiteFileLayout {
     var entities: [(number: Int, name: String, superNumber: Int)]
     var columns: [String: Set<String>]
+    /// `TABLE.COLUMN` (upper-cased) of every column declared with TEXT affinity for a decimal
+    /// (`DECIMAL TEXT`, how earlier versions of this library declared decimal columns).
+    var textColumns: Set<String> = []
 
     static func read(from connection: SQLiteConnection, url: URL) throws -> SQLiteFileLayout {
         var entities: [(number: Int, name: String, superNumber: Int)] = []
@@ -355,11 +373,15 @@ struct SQLiteFileLayout {
         }
         var columns: [String: Set<String>] = [:]
         let pairs = try connection.statement(
-            "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'").rows { row in
-            (row.column(0), row.column(1))
+            "SELECT m.name, p.name, p.type FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'").rows { row in
+            (row.column(0), row.column(1), row.column(2))
         }
-        for case (.text(let table), .text(let column)) in pairs { columns[table.uppercased(), default: []].insert(column.uppercased()) }
-        return SQLiteFileLayout(entities: entities, columns: columns)
+        var textColumns: Set<String> = []
+        for case (.text(let table), .text(let column), let type) in pairs {
+            columns[table.uppercased(), default: []].insert(column.uppercased())
+            if case .text(let declared) = type, declared.uppercased().contains("TEXT") { textColumns.insert("\(table.uppercased()).\(column.uppercased())") }
+        }
+        return SQLiteFileLayout(entities: entities, columns: columns, textColumns: textColumns)
     }
 }
 

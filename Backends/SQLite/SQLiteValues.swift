@@ -4,9 +4,12 @@ import ObjectStore
 
 /// How attribute values are stored in SQLite columns (`shared/specs/sqlite-layout.md`, "Values").
 enum SQLiteValues {
-    static func sql(_ value: Value?) -> SQLValue {
+    /// `value` as a column holds it; a decimal as its text when `textDecimal` (a column an
+    /// earlier version of this library declared with TEXT affinity, ``SQLiteSchema/textDecimals``).
+    static func sql(_ value: Value?, textDecimal: Bool = false) -> SQLValue {
         guard let value else { return .null }
         switch value {
+        case .decimal(let v) where textDecimal: return .text(v.description)
         case .integer(let v): return .integer(v)
         case .boolean(let v): return .integer(v ? 1 : 0)
         case .double(let v): return real(v)
@@ -51,7 +54,7 @@ enum SQLiteValues {
     /// column's NUMERIC affinity would turn text into a rounded double, and leaves blobs alone.
     private static func decimal(_ v: Decimal) -> SQLValue {
         if let integer = Int64(exactly: v as NSDecimalNumber), Decimal(integer) == v { return .integer(integer) }
-        if let double = Double(exactly: v as NSDecimalNumber), ValueText.decimal(double) == v { return .real(double) }
+        if let double = Double(v.description), ValueText.decimal(double) == v { return .real(double) }
         return .blob(Data(v.description.utf8))
     }
 

@@ -94,9 +94,9 @@ struct SQLiteWriter {
             }
             let sql = "SELECT Z_PK, Z_ENT FROM \(quote(mapping.table)) WHERE \(conditions.joined(separator: " AND ")) "
                 + "AND Z_ENT IN (\(mapping.kinds.map(String.init).joined(separator: ", ")))"
-            let arguments = values.map { field -> SQLValue in
+            let arguments = zip(constraint.properties, values).map { name, field -> SQLValue in
                 switch field {
-                case .value(let value): SQLiteValues.sql(value)
+                case .value(let value): SQLiteValues.sql(value, textDecimal: schema.isTextDecimal(constraint.entity, name))
                 case .object(let key): .integer(key.primaryKey)
                 }
             }
@@ -154,7 +154,7 @@ struct SQLiteWriter {
         var columns: [(String, SQLValue)] = []
         for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
             guard let column = mapping.attributes[name] else { throw StoreError(.invalidChange, "\(key): no stored attribute named \(name)") }
-            columns.append((column, try sql(value, of: model.entity(named: key.entity)?.attributesByName[name])))
+            columns.append((column, try sql(value, of: model.entity(named: key.entity)?.attributesByName[name], in: key.entity)))
         }
         for (name, target) in toOne.sorted(by: { $0.key < $1.key }) {
             guard let column = mapping.toOne[name] else {
@@ -180,7 +180,7 @@ struct SQLiteWriter {
             guard let slot = plan.attributes[name] else {
                 throw StoreError(.invalidChange, "\(record.key): no stored attribute named \(name)")
             }
-            values[slot.index] = try sql(value, of: description.attributesByName[name])
+            values[slot.index] = try sql(value, of: description.attributesByName[name], in: description.name)
         }
         for (name, target) in record.toOne {
             guard let slot = plan.toOne[name] else {
@@ -207,8 +207,10 @@ struct SQLiteWriter {
 
     /// A value as its column holds it; for an attribute with external storage, tagged (a large
     /// value written to a file, see ``SQLiteExternalData``).
-    private func sql(_ value: Value?, of attribute: Attribute?) throws -> SQLValue {
-        guard let attribute, attribute.allowsExternalBinaryDataStorage, case .data(let data)? = value else { return value.map(SQLiteValues.sql) ?? .null }
+    private func sql(_ value: Value?, of attribute: Attribute?, in entity: String) throws -> SQLValue {
+        guard let attribute, attribute.allowsExternalBinaryDataStorage, case .data(let data)? = value else {
+            return SQLiteValues.sql(value, textDecimal: attribute?.type == .decimal && schema.isTextDecimal(entity, attribute!.name))
+        }
         return .blob(try reader.external.write(data, files: files, url: URL(filePath: connection.path)))
     }
 
@@ -259,7 +261,7 @@ struct SQLiteWriter {
             values[1] = .integer(Int64(mapping.number))
             values[2] = .integer(max(1, batch.versions[row]))
             for (slot, place) in attributes.enumerated() {
-                values[place.index] = try sql(batch[row, attribute: slot], of: layout.attributes[slot])
+                values[place.index] = try sql(batch[row, attribute: slot], of: layout.attributes[slot], in: description.name)
             }
             for (slot, place) in links.enumerated() {
                 let target = batch[row, toOne: slot]

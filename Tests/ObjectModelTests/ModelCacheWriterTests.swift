@@ -32,9 +32,11 @@ import Testing
                 Attribute("at", .date, default: .date(Date(timeIntervalSinceReferenceDate: 12.5)))
                 Attribute("big", .decimal, default: .decimal(Decimal(string: "12345678901234567890123456789012345678")!))
                 Attribute("blob", .binaryData, default: .data(Data([1, 2, 3])))
+                Attribute("huge", .decimal, default: .decimal(Decimal(string: "1e40")!))
                 Attribute("id", .uuid, default: .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
                 Attribute("link", .uri, default: .uri(URL(string: "https://example.com/a?b=c")!))
                 Attribute("ratio", .double, default: .double(0.25))
+                Attribute("scale", .decimal, default: .decimal(Decimal(string: "-1e-50")!))
                 Attribute("scratch", .string, transient: true, userInfo: ["k": "v"])
                 Relationship("tags", to: "Tag", inverse: "items", toMany: true, ordered: true, minCount: 1, maxCount: 5, deleteRule: .deny)
             }

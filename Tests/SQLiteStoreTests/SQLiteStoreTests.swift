@@ -96,7 +96,8 @@ struct SQLiteStoreTests {
     func decimals() throws {
         let folder = try Folder()
         let url = folder.file("decimals.sqlite")
-        let texts = ["10", "-3", "1.5", "0.1", "12345678901234567890.123", "3.14159265358979323846", "99999999999999999999"]
+        let texts = ["10", "-3", "1.5", "0.1", "0.07", "123.456", "0.30000000000000004", "1e22",
+                     "12345678901234567890.123", "3.14159265358979323846", "99999999999999999999"]
         let store = try makeStore(url)
         let keys = try store.allocatePrimaryKeys(entity: "Item", count: texts.count).map { ObjectKey("Item", $0) }
         try store.save(ChangeSet(inserted: zip(keys, texts).map { ObjectRecord(key: $0, attributes: ["decimal": .decimal(Decimal(string: $1)!)]) }))
@@ -106,7 +107,7 @@ struct SQLiteStoreTests {
             let db = try RawDatabase(url)
             defer { db.close() }
             #expect(try db.strings("SELECT typeof(ZDECIMAL) FROM ZITEM ORDER BY Z_PK").map { $0[0] }
-                    == ["integer", "integer", "real", "real", "blob", "blob", "blob"])
+                    == ["integer", "integer", "real", "real", "real", "real", "real", "real", "blob", "blob", "blob"])
             #expect(try db.strings("SELECT CAST(ZDECIMAL AS TEXT) FROM ZITEM WHERE typeof(ZDECIMAL) = 'blob' ORDER BY Z_PK").map { $0[0] }
                     == ["12345678901234567890.123", "3.14159265358979323846", "99999999999999999999"])
         }

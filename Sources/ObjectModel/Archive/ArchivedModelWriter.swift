@@ -124,6 +124,9 @@ struct ArchivedModelWriter {
             for attribute in entity.attributes {
                 if !attribute.validation.isEmpty { problems.append("\(entity.name).\(attribute.name): validation rules") }
                 if attribute.allowsExternalBinaryDataStorage { problems.append("\(entity.name).\(attribute.name): external storage") }
+                if case .decimal(let v)? = attribute.defaultValue, decimalFields(v) == nil {
+                    problems.append("\(entity.name).\(attribute.name): a decimal default whose mantissa does not fit in 128 bits")
+                }
             }
         }
         guard problems.isEmpty else {
@@ -299,15 +302,17 @@ struct ArchivedModelWriter {
         case .data(let v): return archive.object("NSData", ["NS.data": .data(v)])
         case .uuid(let v): return archive.object("NSUUID", ["NS.uuidbytes": .data(withUnsafeBytes(of: v.uuid) { Data($0) })])
         case .uri(let v): return archive.object("NSURL", ["NS.base": KeyedArchiveBuilder.null, "NS.relative": archive.string(v.absoluteString)])
-        case .decimal(let v): return archive.object("NSDecimalNumberPlaceholder", Self.decimalFields(v))
+        // ``encode(_:)`` refused a model with a decimal default that has no such fields.
+        case .decimal(let v): return archive.object("NSDecimalNumberPlaceholder", Self.decimalFields(v)!)
         }
     }
 
     /// An `NSDecimalNumber`'s keys: the mantissa as eight little-endian 16-bit words (`NS.length`
     /// of them used), the exponent and the sign.
-    static func decimalFields(_ value: Decimal) -> [String: PropertyListNode] {
-        // The digits and exponent from the decimal's text, the digits into a 128-bit number of
-        // 16-bit words (a Decimal has at most 38 digits, which fit).
+    /// Nil when the mantissa does not fit in 128 bits.
+    static func decimalFields(_ value: Decimal) -> [String: PropertyListNode]? {
+        // The digits and exponent from the decimal's text (trailing zeros moved into the
+        // exponent: 1e40 is 1 and 40), the digits into a 128-bit number of 16-bit words.
         let text = value.magnitude.description
         var exponent = 0
         var digits = ""
@@ -317,6 +322,10 @@ struct ArchivedModelWriter {
             digits.append(character)
             if afterPoint { exponent -= 1 }
         }
+        while digits.count > 1, digits.hasSuffix("0") {
+            digits.removeLast()
+            exponent += 1
+        }
         var words = [UInt16](repeating: 0, count: 8)
         for digit in digits.utf8 {
             var carry = UInt32(digit - UInt8(ascii: "0"))
@@ -325,7 +334,9 @@ struct ArchivedModelWriter {
                 words[index] = UInt16(truncatingIfNeeded: product)
                 carry = product >> 16
             }
+            guard carry == 0 else { return nil }
         }
+        guard (-128...127).contains(exponent) else { return nil }
         let length = (words.lastIndex { $0 != 0 } ?? -1) + 1
         if length == 0 { exponent = 0 }
         return [

@@ -17,7 +17,8 @@ extension ModelVersions {
     public func version(matching metadata: StoreMetadata) throws -> Version {
         let hashes = metadata.versionHashes
         let matching = versions.filter { $0.model.versionHashes == hashes }
-        if let best = matching.last(where: { $0.model.versionIdentifiers == metadata.versionIdentifiers }) ?? matching.last {
+        // (An empty identifier is Core Data's "none", as ``StoreMetadata/versionIdentifiers`` reads it.)
+        if let best = matching.last(where: { $0.model.versionIdentifiers.filter { !$0.isEmpty } == metadata.versionIdentifiers }) ?? matching.last {
             return best
         }
         let comparisons = versions.map { ($0, ModelCompatibility(storeHashes: hashes, modelHashes: $0.model.versionHashes)) }
