@@ -1,4 +1,5 @@
 import Foundation
+import ObjectModel
 
 /// A property-list value: what store metadata holds.
 ///
@@ -35,10 +36,24 @@ public enum PropertyListValue: Sendable, Hashable {
 }
 
 extension PropertyListValue {
-    /// Encodes a dictionary as a binary property list (`bplist00`), the form Core Data uses.
+    /// Encodes a dictionary as a binary property list (`bplist00`), the form Core Data uses,
+    /// with the writer the model cache uses (ObjectModel's `BinaryPropertyListWriter`).
     public static func binaryPropertyList(_ dictionary: [String: PropertyListValue]) throws -> Data {
-        try PropertyListSerialization.data(
-            fromPropertyList: PropertyListValue.dictionary(dictionary).foundationObject, format: .binary, options: 0)
+        BinaryPropertyListWriter.encode(PropertyListValue.dictionary(dictionary).node)
+    }
+
+    /// The same value as the binary property-list writer takes it.
+    var node: PropertyListNode {
+        switch self {
+        case .string(let v): .string(v)
+        case .integer(let v): .integer(v)
+        case .real(let v): .real(v)
+        case .boolean(let v): .boolean(v)
+        case .date(let v): .date(v)
+        case .data(let v): .data(v)
+        case .array(let v): .array(v.map(\.node))
+        case .dictionary(let v): .dictionary(v.mapValues(\.node))
+        }
     }
 
     /// Decodes a property list (binary or XML) whose top level is a dictionary.
