@@ -68,20 +68,6 @@ extension PropertyListValue {
         return PropertyListValue(foundationObject: object)?.dictionaryValue
     }
 
-    /// The Foundation object graph (`String`, `NSNumber`, `Date`, `Data`, arrays, dictionaries).
-    var foundationObject: Any {
-        switch self {
-        case .string(let v): v
-        case .integer(let v): NSNumber(value: v)
-        case .real(let v): NSNumber(value: v)
-        case .boolean(let v): NSNumber(value: v)
-        case .date(let v): v
-        case .data(let v): v
-        case .array(let v): v.map(\.foundationObject)
-        case .dictionary(let v): v.mapValues(\.foundationObject)
-        }
-    }
-
     init?(foundationObject object: Any) {
         switch object {
         case let v as String: self = .string(v)
