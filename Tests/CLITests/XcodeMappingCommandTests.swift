@@ -143,6 +143,20 @@ struct XcodeMappingCommandTests {
         #expect(try Data(contentsOf: URL(filePath: store)) == before)
     }
 
+    @Test("a mapping model without paths that fits no step (a typo) is an invalid mapping saying why, even with --on-incompatible recreate: the store is kept")
+    func misfitKeepsTheStore() throws {
+        let workspace = try Workspace()
+        let (bundle, store) = try setUp(workspace)
+        let text = Self.mapping(paths: false).replacingOccurrences(of: ">fullName<", with: ">fullname<")
+        _ = try workspace.write(text, to: "Typo.xcmappingmodel/xcmapping.xml")
+        let before = try Data(contentsOf: URL(filePath: store))
+        let result = try CLI.run("migrate", store, "--model", bundle, "--mapping", workspace.url.appending(path: "Typo.xcmappingmodel").path,
+                                 "--on-incompatible", "recreate")
+        #expect(result.status == 1, "\(result.stdout)")
+        #expect(result.stderr.contains("fullname") && !result.stdout.contains("recreated"), "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(filePath: store)) == before)
+    }
+
     @Test("a damaged mapping model is a one-line error naming the file; the store is unchanged")
     func damaged() throws {
         let workspace = try Workspace()

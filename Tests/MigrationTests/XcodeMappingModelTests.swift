@@ -174,6 +174,58 @@ struct XcodeMappingModelTests {
         #expect(plan.unusedMappings == ["Pets.xcmappingmodel"])
     }
 
+    @Test("without model paths, a mapping that fits two steps by its names is refused, naming both; one that fits none while a step needs one is an invalid mapping saying why")
+    func ambiguousOrMisfit() throws {
+        // Two steps that change nothing the mapping's names see (a Note gains optional attributes): it fits both.
+        func withNote(_ extra: [String]) -> ManagedObjectModel {
+            model {
+                Entity("Person") {
+                    Attribute("name", .string); Attribute("age", .integer16)
+                    Relationship("pets", to: "Pet", inverse: "owner", toMany: true)
+                }
+                Entity("Pet") { Attribute("name", .string); Relationship("owner", to: "Person", inverse: "pets") }
+                Entity("Note", attributes: [Attribute("text", .string)] + extra.map { Attribute($0, .string) })
+            }
+        }
+        let versions = try ModelVersions(versions: [.init(name: "Pets", model: Self.petsV1), .init(name: "Pets 1b", model: withNote(["b"])),
+                                                    .init(name: "Pets 1c", model: withNote(["b", "c"]))])
+        let workspace = try Workspace()
+        let url = workspace.location("pets", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.petsV1, json: "{}")
+        let identity = try XcodeMappingModel.decode(Data(XcodeMappingXML.document("""
+            <object type="XDDEVMAPPINGMODEL" id="z1"><relationship name="entitymappings" type="0/0" destination="XDDEVENTITYMAPPING" idrefs="z2 z3 z4"></relationship></object>
+            <object type="XDDEVENTITYMAPPING" id="z4">
+                <attribute name="sourcename" type="string">Note</attribute><attribute name="destinationname" type="string">Note</attribute>
+                <attribute name="mappingtypename" type="string">Copy</attribute>
+            </object>
+            <object type="XDDEVENTITYMAPPING" id="z2">
+                <attribute name="sourcename" type="string">Person</attribute><attribute name="destinationname" type="string">Person</attribute>
+                <attribute name="mappingtypename" type="string">Copy</attribute>
+            </object>
+            <object type="XDDEVENTITYMAPPING" id="z3">
+                <attribute name="sourcename" type="string">Pet</attribute><attribute name="destinationname" type="string">Pet</attribute>
+                <attribute name="mappingtypename" type="string">Copy</attribute>
+            </object>
+            """).utf8))
+        let migrator = StoreMigrator(versions: versions, mappings: [StepMapping(name: "Pets.xcmappingmodel", mapping: identity)])
+        let error = try #require(throws: MigrationError.self) { try migrator.plan(forStoreAt: url, type: Backends.type("sqlite")) }
+        #expect(error.code == .invalidMapping)
+        #expect(error.description.contains("Pets -> Pets 1b") && error.description.contains("Pets 1b -> Pets 1c"), "\(error)")
+
+        // A step that needs a mapping (inference off), and a mapping meant for it with a typo: an
+        // invalid mapping, never "no mapping" (which --on-incompatible answers by recreating).
+        let text = Self.pets().split(separator: "\n").filter { !$0.contains("modelpath") }.joined(separator: "\n")
+        let typo = try XcodeMappingModel.decode(Data(text.replacingOccurrences(of: ">age<", with: ">agee<").utf8))
+        let steps = try ModelVersions(versions: [.init(name: "Pets", model: Self.petsV1), .init(name: "Pets 2", model: Self.petsV2)])
+        let registry = PolicyRegistry()
+        registry.register(DefaultMigrationPolicy(), named: "Pets.PersonPolicy")
+        let misfit = StoreMigrator(versions: steps, mappings: [StepMapping(name: "Pets.xcmappingmodel", mapping: typo)], policies: registry,
+                                   infersMappings: false)
+        let refused = try #require(throws: MigrationError.self) { try misfit.plan(forStoreAt: url, type: Backends.type("sqlite")) }
+        #expect(refused.code == .invalidMapping)
+        #expect(refused.description.contains("Pets.xcmappingmodel") && refused.description.contains("agee"), "\(refused)")
+    }
+
     /// The model object and one entity mapping whose `fullName` mapping holds `expression` (or `extra` text).
     static func single(expression: ArchivedExpression? = nil, base64: String? = nil, entity extra: String = "",
                        type: String = "Transform", modelObject: Bool = true) -> String {
@@ -236,6 +288,10 @@ struct XcodeMappingModelTests {
             (Self.single(expression: .source("name")).replacingOccurrences(of: "</database>", with: ""), ["m/xcmapping.xml:", "<database> is closed"]),
             (Self.single(expression: .source("name")).replacingOccurrences(of: "</object>", with: "</objekt>"), ["m/xcmapping.xml:", "does not parse"]),
             (Self.single(expression: .source("name"), entity: #"<attribute name="sourceexpressiondata" type="binary">AAAA</attribute>"#), ["sourceexpressiondata"]),
+            // An entity declaration (here one that would read another file into the filter) is never expanded.
+            (Self.single(expression: .source("name"), entity: #"<attribute name="sourcefilterpredicatestring" type="string">&x;</attribute>"#)
+                .replacingOccurrences(of: "<database>", with: "<!DOCTYPE database [<!ENTITY x SYSTEM \"file:///etc/hostname\">]>\n<database>"),
+             ["entity declaration"]),
         ]
         for (text, words) in cases {
             let error = try refusal(text)

@@ -142,8 +142,8 @@ public struct MappingModel: Sendable {
                 }
             }
             if let name = m.policyName, let policies, policies.policy(named: name) == nil {
-                throw fail("no migration policy named \(name) is registered: the mapping names the custom policy class \(name), "
-                           + "so a policy of that name must be registered in the PolicyRegistry (register(_:named: \(String(reflecting: name))))")
+                throw fail("no migration policy named \(name) is registered: a program that migrates with this mapping registers "
+                           + "one under that name in the PolicyRegistry (register(_:named: \(String(reflecting: name))))")
             }
             // Key paths from the source entity, through relationships, to a property.
             func walk(_ expression: MappingExpression) throws {

@@ -145,6 +145,13 @@ public struct StepMapping: Sendable {
         self.mapping = mapping
     }
 
+    /// Whether the mapping records neither version names nor hashes and is matched to a step by
+    /// the names of its entities and properties (an Xcode mapping model without model paths).
+    var matchesByNamesOnly: Bool {
+        mapping.fitsStepsByNames && mapping.sourceVersion == nil && mapping.destinationVersion == nil
+            && !mapping.entityMappings.contains { $0.sourceVersionHash != nil || $0.destinationVersionHash != nil }
+    }
+
     /// Whether the mapping fits the step from `source` to `destination`: by the version names
     /// it gives, else by the hashes it records, else by the names of entities and properties.
     func fits(_ source: ModelVersions.Version, _ destination: ModelVersions.Version) -> Bool {

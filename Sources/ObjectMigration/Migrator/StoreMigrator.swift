@@ -104,6 +104,32 @@ public final class StoreMigrator: Sendable {
         return counts
     }
 
+    /// A mapping that records neither its versions nor their hashes (an Xcode mapping model
+    /// without model paths) is matched to a step by its names: one that fits several steps of the
+    /// chain is an error naming them (it would be applied to each).
+    private func checkNameMatchedMappings(along chain: [ModelVersions.Version]) throws {
+        let steps = Array(zip(chain, chain.dropFirst()))
+        for given in mappings where given.matchesByNamesOnly {
+            let fitting = steps.filter { given.fits($0.0, $0.1) }
+            guard fitting.count > 1 else { continue }
+            throw MigrationError(.invalidMapping, "\(given.name) records no model versions and fits several steps by its names ("
+                                 + fitting.map { "\($0.0.name) -> \($0.1.name)" }.joined(separator: ", ")
+                                 + "): give it the paths of the two models it maps between")
+        }
+    }
+
+    /// Why `given`, matched by names, does not fit the step from `source` to `next`.
+    private func misfit(_ given: StepMapping, _ source: ModelVersions.Version, _ next: ModelVersions.Version) -> String {
+        do {
+            try given.mapping.check(from: source.model, to: next.model, policies: nil)
+            return "it does not map every entity of both models"
+        } catch let error as MigrationError {
+            return error.description
+        } catch {
+            return "\(error)"
+        }
+    }
+
     /// The plan for a store whose metadata is `metadata` (no object counts). With the store's
     /// `type`, steps the type can do in place (``SchemaChanging``) are planned in place: every
     /// step when all of them can be (they then change the store itself, in one transaction), or
@@ -133,8 +159,10 @@ public final class StoreMigrator: Sendable {
             }
             chain.append(version)
         }
+        try checkNameMatchedMappings(along: chain)
         var steps: [MigrationStep] = []
         var blocked: [String] = []
+        var blockedSteps: [(ModelVersions.Version, ModelVersions.Version)] = []
         var used: Set<String> = []
         for (source, next) in zip(chain, chain.dropFirst()) {
             let stage = stages.first { $0.versions == (source.name, next.name) }
@@ -151,6 +179,7 @@ public final class StoreMigrator: Sendable {
             }
             guard infersMappings else {
                 blocked.append("\(source.name) -> \(next.name): inference is off and no mapping was given")
+                blockedSteps.append((source, next))
                 continue
             }
             do {
@@ -160,12 +189,25 @@ public final class StoreMigrator: Sendable {
                 steps.append(MigrationStep(source: source.name, destination: next.name, kind: .lightweight, mapping: mapping, hooks: stage?.hooks))
             } catch let error as InferenceError {
                 blocked.append("\(source.name) -> \(next.name): " + error.blockingChanges.joined(separator: "; "))
+                blockedSteps.append((source, next))
             }
         }
         guard blocked.isEmpty else {
-            let unused = mappings.map(\.name).filter { !used.contains($0) }
-            throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also ")
-                                 + (unused.isEmpty ? "" : " (given but fitting no step: \(unused.joined(separator: ", ")))"))
+            let unused = mappings.filter { !used.contains($0.name) }
+            guard unused.isEmpty else {
+                // A mapping was given and fits nowhere while a step needs one: most likely it was meant
+                // for that step and is wrong. An invalid mapping, not a store that cannot be migrated
+                // (which `--on-incompatible` would answer by recreating it).
+                let reasons = unused.map { given in
+                    given.matchesByNamesOnly
+                        ? "\(given.name) (matched by names): " + blockedSteps.map { "for \($0.0.name) -> \($0.1.name), \(misfit(given, $0.0, $0.1))" }.joined(separator: "; ")
+                        : "\(given.name) names or records other versions"
+                }
+                throw MigrationError(.invalidMapping, "no mapping fits " + blockedSteps.map { "\($0.0.name) -> \($0.1.name)" }.joined(separator: ", ")
+                                     + ", and the mappings given fit no step: " + reasons.joined(separator: "; ")
+                                     + " (without them: " + blocked.joined(separator: "; also ") + ")")
+            }
+            throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also "))
         }
         if let changer = type as? any SchemaChanging {
             let inPlace = steps.map { step in

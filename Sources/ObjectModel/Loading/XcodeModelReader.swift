@@ -53,6 +53,11 @@ package enum XcodeModelReader {
             let (line, column) = SyntaxPosition.position(ofByte: offset, in: data)
             return ("a processing instruction without data", line, column)
         }
+        // Xcode writes no entity declarations; one could pull in another file or expand without end.
+        if let range = data.firstRange(of: Data("<!ENTITY".utf8)) {
+            let (line, column) = SyntaxPosition.position(ofByte: range.lowerBound - data.startIndex, in: data)
+            return ("an entity declaration (<!ENTITY): not read", line, column)
+        }
         return nil
     }
 

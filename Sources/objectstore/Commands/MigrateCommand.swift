@@ -28,7 +28,7 @@ struct MigrateCommand: ParsableCommand {
     @Option(name: .customLong("to"), help: "The target version (default: the bundle's current version).") var target: String?
     @Option(name: .customLong("mapping"), help: ArgumentHelp(
         "A mapping for one step: a JSON mapping file (it names its versions or records their hashes) or an Xcode .xcmappingmodel (or its xcmapping.xml) (repeatable).",
-        discussion: "An Xcode mapping model fits the step between the model versions it records, else the step whose models have the entities and properties it names; a custom policy class it names must be registered."))
+        discussion: "An Xcode mapping model fits the step between the model versions it records, else the step whose models have the entities and properties it names; it fits exactly one step or is refused. A mapping that names a custom policy is refused here: only a program that registers the policy can run it."))
     var mappings: [String] = []
     @Option(name: .customLong("next"), help: "FROM=TO: after version FROM comes TO, to skip a broken version (repeatable).")
     var next: [String] = []
