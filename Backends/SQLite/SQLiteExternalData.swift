@@ -125,11 +125,24 @@ struct SQLiteExternalData: Sendable {
         return columns.mapValues { $0.sorted() }
     }
 
+    /// Whether no reader of the file, in this process or another, reads a moment before the
+    /// latest commit, so that a file only earlier moments name can go: in WAL mode, a passive
+    /// checkpoint that copies every frame (a reader of an earlier moment holds frames back); in
+    /// the other journal modes, always (a reader's lock keeps any commit out while it reads).
+    static func noEarlierReaders(_ connection: SQLiteConnection) -> Bool {
+        guard let row = try? connection.statement("PRAGMA wal_checkpoint(PASSIVE)").rows([], { ($0.int64(0), $0.int64(1), $0.int64(2)) }).first else {
+            return false
+        }
+        return row.0 == 0 && row.1 == row.2
+    }
+
     /// Removes the files no row names: what a transaction cut short by a crash wrote, and what
     /// a row replaced or deleted named when the removal after its commit did not happen. Runs
-    /// inside a write transaction, so no other writer has files in flight.
+    /// inside a write transaction, so no other writer has files in flight, and only when no
+    /// reader reads an earlier moment (``noEarlierReaders(_:)``), which may name them.
     func removeOrphans(_ connection: SQLiteConnection, columns: [String: [String]]) throws {
-        guard isTagged, let present = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !present.isEmpty else { return }
+        guard isTagged, let present = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !present.isEmpty,
+              Self.noEarlierReaders(connection) else { return }
         try connection.transaction {
             let named = try Self.referencedNames(connection, columns: columns)
             for name in present where !named.contains(name) && !FileOperations.isFolder(folder.appending(path: name)) {
@@ -200,11 +213,14 @@ final class ExternalFileLedger {
         }
     }
 
-    /// The save committed: the files it made obsolete go.
-    func committed() {
-        for file in obsolete { try? FileManager.default.removeItem(at: file) }
-        written = []
-        obsolete = []
+    /// The save committed: the files it made obsolete, which readers of earlier moments may
+    /// still read (the store removes them when none does, ``SQLiteStore``).
+    func committed() -> [URL] {
+        defer {
+            written = []
+            obsolete = []
+        }
+        return obsolete
     }
 
     /// The save did not commit: the files it wrote go.

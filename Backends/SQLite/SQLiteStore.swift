@@ -46,6 +46,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
     /// The connection and what reads through it. Not Sendable: it is only ever
     /// touched inside `lock`, by one thread at a time, and never escapes a call.
     nonisolated(unsafe) private var reader: SQLiteReader?
+    /// External data files committed saves no longer name, waiting for readers of earlier moments (under `lock`).
+    nonisolated(unsafe) private var retired: [URL] = []
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         self.url = url
@@ -210,7 +212,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
 
     /// Runs `body` with a writer in one write transaction. External data files the writer
     /// writes are synced before the commit and removed if it does not happen; files it makes
-    /// obsolete are removed after the commit (``ExternalFileLedger``).
+    /// obsolete are removed after the commit once no reader reads an earlier moment, which may
+    /// name them (``retireFiles(_:_:)``).
     func write<T>(immediate: Bool = true, _ body: (SQLiteWriter) throws -> T) throws -> T {
         try checkWritable()
         return try withReader { reader in
@@ -221,13 +224,24 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
                     try files.flush(url: url)
                     return result
                 }
-                files.committed()
+                retireFiles(files.committed(), reader.connection)
                 return result
             } catch {
                 files.rolledBack()
                 throw error
             }
         }
+    }
+
+    /// Removes the external data files committed saves no longer name, `obsolete` among them,
+    /// when no reader (a snapshot, another process) reads a moment that names them; the rest
+    /// wait for a later save or the close. What a process leaves when it ends is swept when the
+    /// store is next opened for writing (``SQLiteExternalData/removeOrphans(_:columns:)``).
+    private func retireFiles(_ obsolete: [URL], _ connection: SQLiteConnection) {
+        retired += obsolete
+        guard !retired.isEmpty, SQLiteExternalData.noEarlierReaders(connection) else { return }
+        for file in retired { try? FileManager.default.removeItem(at: file) }
+        retired = []
     }
 
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
@@ -277,6 +291,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
                 reader = nil
             }
             if isSnapshot { try current.connection.execute("COMMIT") }
+            retireFiles([], current.connection)
             if deferredDurability {
                 try current.connection.execute("PRAGMA synchronous = FULL")
                 _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }

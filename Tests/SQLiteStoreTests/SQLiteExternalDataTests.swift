@@ -138,6 +138,27 @@ struct SQLiteExternalDataTests {
         try store.close()
     }
 
+    @Test("a snapshot that began before a value was replaced or deleted still reads its bytes; the old file goes once no reader needs it")
+    func snapshotKeepsReplacedFile() throws {
+        let folder = try TemporaryFolder()
+        let url = folder.file("Photos.sqlite")
+        let first = Self.bytes(200_000, seed: 4), second = Self.bytes(210_000, seed: 5)
+        let store = try type.open(at: url, model: Self.model, options: StoreOptions())
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Photo", 1), attributes: ["image": .data(first)])]))
+        let old = files(url)
+        let snapshot = try store.snapshot()
+        try store.save(ChangeSet(updated: [ObjectUpdate(key: ObjectKey("Photo", 1), attributes: ["image": .data(second)])]))
+        // The old moment still names the old file: it stays while the snapshot reads that moment.
+        #expect(try snapshot.record(for: ObjectKey("Photo", 1))?.attributes["image"] == .data(first))
+        #expect(try store.record(for: ObjectKey("Photo", 1))?.attributes["image"] == .data(second))
+        #expect(files(url).count == 2)
+        try snapshot.close()
+        try store.save(ChangeSet(deleted: [ObjectDeletion(key: ObjectKey("Photo", 1))]))
+        #expect(files(url).isEmpty, "with no reader of an earlier moment, both files go at the next commit")
+        #expect(!old.isEmpty)
+        try store.close()
+    }
+
     @Test("files no row names are removed when the store is next opened for writing; named ones stay")
     func orphans() throws {
         let folder = try TemporaryFolder()
