@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
+        .library(name: "PostgreSQLStore", targets: ["PostgreSQLStore"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
@@ -40,6 +41,11 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB"], path: "Backends/LMDB"),
+        // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.
+        .systemLibrary(name: "CLibPQ", path: "Backends/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(
+            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLibPQ"], path: "Backends/PostgreSQL"
+        ),
         .target(
             name: "AtomicStore",
             dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto")],
@@ -79,6 +85,11 @@ let package = Package(
         .testTarget(
             name: "LMDBStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "LMDBStore", "CLMDB", "ObjectStoreTesting"]
+        ),
+        // Against a private server each test process starts (TestSupport's PostgreSQLTestServer).
+        .testTarget(
+            name: "PostgreSQLStoreTests",
+            dependencies: ["ObjectModel", "ObjectStore", "PostgreSQLStore", "ObjectStoreTesting", "TestSupport"]
         ),
         .testTarget(
             name: "MigrationTests",
