@@ -55,7 +55,7 @@ let package = Package(
             name: "objectstore",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore", "LMDBStore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PostgreSQLStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
@@ -95,7 +95,7 @@ let package = Package(
             name: "MigrationTests",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
-                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "TestSupport", "CSQLite",
+                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
             ]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),

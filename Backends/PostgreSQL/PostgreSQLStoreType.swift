@@ -102,6 +102,19 @@ public struct PostgreSQLStoreType: StoreType {
         }
     }
 
+    /// A location for a store staged beside the one at `url`: the same database, a schema of its
+    /// own (`<schema>_<verb>_<id>`), to be moved over it with ``replace(at:with:)`` once complete.
+    /// - Throws: ``StoreError/Code/notFound`` for a URL that names no PostgreSQL store.
+    public static func stagingURL(beside url: URL, verb: String) throws -> URL {
+        let location = try PostgreSQLLocation(url)
+        let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
+        let schema = PostgreSQLLayout.identifier("\(location.schema)_\(verb)_\(id)")
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "_"))
+        let encoded = schema.addingPercentEncoding(withAllowedCharacters: allowed) ?? schema
+        let base = location.conninfo
+        return URL(string: base + (base.contains("?") ? "&" : "?") + "schema=" + encoded)!
+    }
+
     // MARK: Shared helpers
 
     /// Connects to the store's server.
