@@ -34,6 +34,15 @@ public enum PostgreSQLTestServer {
         return URL(string: "postgresql://postgres@/postgres?host=\(try socketDirectory())&schema=\(name)")!
     }
 
+    /// What the server says: the rows `psql` prints for `sql` (unaligned, `|` between columns,
+    /// one row per line), run on the test server's `postgres` database. The tests' oracle for a
+    /// store's tables, independent of the backend's own reading code.
+    public static func psql(_ sql: String) throws -> String {
+        guard let bin = binaries() else { throw StartFailure(description: "no psql") }
+        return try output(bin + "/psql", ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d",
+                                          "postgresql://postgres@/postgres?host=\(try socketDirectory())", "-c", sql])
+    }
+
     /// The folder PostgreSQL's programs are in: `pg_config --bindir`'s when it has `initdb`,
     /// else the newest `/usr/lib/postgresql/*/bin` (Debian keeps the server programs there).
     static func binaries() -> String? {
