@@ -137,12 +137,29 @@ public final class PostgreSQLStore: PersistentStore {
         try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
     }
 
+    /// The records of ``scanBatch(entity:after:limit:)``'s one statement.
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
+        try read { try $0.scanBatch(entity, after: primaryKey, limit: limit).records }
+    }
+
+    /// One statement per batch (``PostgreSQLView/scanBatch(_:after:limit:)``).
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try read { try $0.scanBatch(entity, after: primaryKey, limit: limit) }
     }
 
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
+    }
+
+    /// An unchecked batch laid out by the store's own model, of an entity without uniqueness
+    /// constraints, goes in with one `COPY … FROM STDIN`; others take the record path.
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.entity.uniquenessConstraints.isEmpty {
+            return try bulkInsert(batch.records, checkingReferences: checkingReferences)
+        }
+        guard !batch.isEmpty else { return }
+        try batch.checkInsertable(in: model)
+        try write { try $0.copy(batch) }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {

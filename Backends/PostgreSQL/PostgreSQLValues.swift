@@ -24,6 +24,34 @@ enum PostgreSQLValues {
         }
     }
 
+    /// The text a column of `value`'s type parses back to exactly `value` (for `COPY`'s text
+    /// format): doubles in their shortest exact form, `bytea` as `\x` and hex.
+    static func text(_ value: Value) -> String {
+        switch value {
+        case .integer(let v): return String(v)
+        case .boolean(let v): return v ? "t" : "f"
+        case .double(let v): return doubleText(v)
+        case .date(let v): return doubleText(v.timeIntervalSinceReferenceDate)
+        case .decimal(let v): return v.isNaN ? "NaN" : v.description
+        case .string(let v): return escape(v)
+        case .uri(let v): return escape(v.absoluteString)
+        case .uuid(let v): return v.uuidString
+        case .data(let v):
+            let digits = Array("0123456789abcdef".utf8)
+            var hex = [UInt8]("\\x".utf8)
+            hex.reserveCapacity(2 + v.count * 2)
+            for byte in v { hex.append(digits[Int(byte >> 4)]); hex.append(digits[Int(byte & 15)]) }
+            return String(decoding: hex, as: UTF8.self)
+        }
+    }
+
+    /// A double as `float8in` reads it back bit for bit.
+    static func doubleText(_ v: Double) -> String {
+        if v.isNaN { return "NaN" }
+        if v.isInfinite { return v < 0 ? "-Infinity" : "Infinity" }
+        return "\(v)"
+    }
+
     static func double(_ v: Double) -> PGParameter {
         .bytes(withUnsafeBytes(of: v.bitPattern.bigEndian) { Data($0) })
     }

@@ -209,3 +209,105 @@ struct PostgreSQLView: RowSource {
                              [.text(location.qualified(PostgreSQLLayout.sequence(root))), .text(String(last))])
     }
 }
+
+// MARK: Bulk paths
+
+extension PostgreSQLView {
+    /// A batch of a streaming scan in one statement: keyset pagination (`pk > $2 ORDER BY pk
+    /// LIMIT $3`, on the primary key's index), each row's columns read straight into slots; a
+    /// to-one whose target no longer exists is left out in SQL. Memory stays bounded by `limit`.
+    func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        let columns = try columns(entity)
+        let description = columns.entity
+        var batch = RecordBatch(entity: description, capacity: limit)
+        guard limit > 0, primaryKey != Int64.max else { return batch }
+        let layout = description.layout
+        var select = ["x.pk", "x.version"] + columns.attributes.map { "x." + PGConnection.quote($0) }
+        for (slot, relationship) in layout.toOne.enumerated() {
+            let (key, entityColumn) = (PGConnection.quote(columns.toOne[slot].key), PGConnection.quote(columns.toOne[slot].entity))
+            let target = location.qualified(self.layout.entities[relationship.destination]?.table ?? columns.table)
+            let exists = "EXISTS (SELECT 1 FROM \(target) t WHERE t.pk = x.\(key) AND t.entity = x.\(entityColumn))"
+            select.append("CASE WHEN \(exists) THEN x.\(key) END")
+            select.append("CASE WHEN \(exists) THEN x.\(entityColumn) END")
+        }
+        let rows = try connection.query(
+            "SELECT \(select.joined(separator: ", ")) FROM \(location.qualified(columns.table)) x WHERE x.entity = $1 AND x.pk > $2 ORDER BY x.pk LIMIT $3",
+            [.text(entity), .text(String(primaryKey ?? Int64.min)), .text(String(limit))])
+        let width = layout.attributes.count
+        for r in 0..<rows.count {
+            guard let pk = rows.int64(r, 0), let version = rows.int64(r, 1) else {
+                throw StoreError(.corrupt, "a row of \(columns.table) has no key or version", url: location.url)
+            }
+            let row = batch.appendRow(primaryKey: pk, version: version)
+            for (slot, attribute) in layout.attributes.enumerated() {
+                batch[row, attribute: slot] = try PostgreSQLValues.value(rows, r, 2 + slot, as: attribute.type, place: "\(entity)/p\(pk).\(attribute.name)")
+            }
+            for slot in 0..<layout.toOne.count {
+                if let target = rows.int64(r, 2 + width + 2 * slot), let name = rows.text(r, 3 + width + 2 * slot) {
+                    batch[row, toOne: slot] = ObjectKey(name, target)
+                }
+            }
+        }
+        return batch
+    }
+
+    /// Inserts a batch whose references are not checked with one `COPY … FROM STDIN` into its
+    /// root's table, sent in chunks of about a megabyte; the hierarchy's sequence moved past its
+    /// largest key. A key in use anywhere in the hierarchy breaks the table's primary key, and
+    /// nothing of the batch lands.
+    func copy(_ batch: RecordBatch) throws {
+        let columns = try columns(batch.entity.name)
+        let layout = batch.layout
+        let names = ["pk", "entity", "version"] + columns.attributes.map(PGConnection.quote)
+            + columns.toOne.flatMap { [PGConnection.quote($0.key), PGConnection.quote($0.entity)] }
+        let entity = Self.copyField(batch.entity.name)
+        do {
+            try connection.copyIn("COPY \(location.qualified(columns.table)) (\(names.joined(separator: ", "))) FROM STDIN") { send in
+                var chunk = ""
+                chunk.reserveCapacity(1 << 20)
+                for row in 0..<batch.count {
+                    chunk += String(batch.primaryKeys[row]) + "\t" + entity + "\t" + String(batch.versions[row])
+                    for slot in 0..<layout.attributes.count {
+                        chunk += "\t"
+                        chunk += batch[row, attribute: slot].map { Self.copyField(PostgreSQLValues.text($0)) } ?? "\\N"
+                    }
+                    for slot in 0..<layout.toOne.count {
+                        if let target = batch[row, toOne: slot] {
+                            chunk += "\t" + String(target.primaryKey) + "\t" + Self.copyField(target.entity)
+                        } else {
+                            chunk += "\t\\N\t\\N"
+                        }
+                    }
+                    chunk += "\n"
+                    if chunk.utf8.count >= 1 << 20 {
+                        try send(Data(chunk.utf8))
+                        chunk.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !chunk.isEmpty { try send(Data(chunk.utf8)) }
+            }
+        } catch let error as PostgreSQLError where error.sqlState == "23505" {
+            throw StoreError(.invalidChange, "cannot insert the \(batch.entity.name) batch: a primary key is in use in \(batch.entity.rootName)'s hierarchy "
+                             + "(\(error.detail ?? error.message)); nothing of it was written", url: location.url, cause: error)
+        }
+        let highest = batch.primaryKeys.max() ?? 0
+        let root = batch.entity.rootName
+        if highest > (try lastKey(root, locking: true)) { try setLastKey(root, highest) }
+    }
+
+    /// A field of `COPY`'s text format: backslash, tab, newline and carriage return escaped.
+    static func copyField(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\"
+            case "\t": escaped += "\\t"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+}
