@@ -1,5 +1,6 @@
 internal import CLibPQ
 import Foundation
+import ObjectModel
 import ObjectStore
 
 /// An error the PostgreSQL server (or libpq) reported: its SQLSTATE code and message.
@@ -88,32 +89,11 @@ final class PGRows {
     /// A `bytea` value (hex output), nil for NULL or a malformed value.
     func bytes(_ row: Int, _ column: Int) -> Data? {
         guard !isNull(row, column), let raw = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        // The `\x…` hex form of `bytea`.
         let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
-        return UnsafeRawBufferPointer(start: raw, count: length).withMemoryRebound(to: UInt8.self) { PGHex.decode($0) }
-    }
-}
-
-/// The `\x…` hex form of `bytea`.
-enum PGHex {
-    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
-        guard text.count >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x"), text.count % 2 == 0 else { return nil }
-        var data = Data(capacity: (text.count - 2) / 2)
-        var index = 2
-        while index < text.count {
-            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
-            data.append(high << 4 | low)
-            index += 2
-        }
-        return data
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        let text = UnsafeRawBufferPointer(start: raw, count: length)
+        guard length >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else { return nil }
+        return Data(hexString: String(decoding: text.dropFirst(2), as: UTF8.self))
     }
 }
 

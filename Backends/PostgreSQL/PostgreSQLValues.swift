@@ -36,12 +36,7 @@ enum PostgreSQLValues {
         case .string(let v): return escape(v)
         case .uri(let v): return escape(v.absoluteString)
         case .uuid(let v): return v.uuidString
-        case .data(let v):
-            let digits = Array("0123456789abcdef".utf8)
-            var hex = [UInt8]("\\x".utf8)
-            hex.reserveCapacity(2 + v.count * 2)
-            for byte in v { hex.append(digits[Int(byte >> 4)]); hex.append(digits[Int(byte & 15)]) }
-            return String(decoding: hex, as: UTF8.self)
+        case .data(let v): return "\\x" + v.hexString
         }
     }
 

@@ -45,22 +45,7 @@ struct PostgreSQLTwoProcessTests {
         let model = try workspace.write(TwoProcessTests.model, to: "model.json")
         let store = try PostgreSQLTestServer.location().absoluteString
         #expect(try CLI.run("import", store, try workspace.write(TwoProcessTests.document("base-", 1_000), to: "base.json"), "--model", model).status == 0)
-        let writer = try TwoProcessTests.start(["import", store, try workspace.write(TwoProcessTests.document("more-", 4_000), to: "more.json")])
-        var exports = 0
-        while writer.0.isRunning || exports == 0 {
-            let export = try CLI.run("export", store)
-            exports += 1
-            #expect(export.status == 0, "export \(exports): \(export.stderr)")
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: [[String: Any]]])
-            let books = document["Book"] ?? [], shelves = document["Shelf"] ?? []
-            #expect([1_000, 5_000].contains(books.count), "export \(exports) holds \(books.count) books: half an import")
-            let ids = Set((books + shelves).compactMap { $0["_id"] as? String })
-            let dangling = books.compactMap { $0["shelf"] as? String }.filter { !ids.contains($0) }
-                + shelves.flatMap { ($0["books"] as? [String]) ?? [] }.filter { !ids.contains($0) }
-            #expect(dangling.isEmpty, "export \(exports): \(dangling.count) references to objects not in it")
-            if exports > 40 { break }
-        }
-        #expect(TwoProcessTests.finish(writer).status == 0)
+        try TwoProcessTests.exportWhileImporting(store, workspace, base: 1_000, more: 4_000)
         _ = try CLI.run("destroy", store)
     }
 }

@@ -64,15 +64,7 @@ struct ImportCommand: ParsableCommand {
         StagedStore.sweepAndSay(beside: url)
         let staging = try StagedStore(beside: url, verb: "importing")
         do {
-            let opened = try type.open(at: staging.url, model: model, options: StoreOptions())
-            let counts: [String: Int]
-            do {
-                counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
-                try opened.close()
-            } catch {
-                try? opened.close()
-                throw error
-            }
+            let counts = try fill(staging.url, type: type, model: model, bytes)
             try StagedStore.install(staging.url, type: type, at: url, replacing: nil)
             staging.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
@@ -84,19 +76,24 @@ struct ImportCommand: ParsableCommand {
 }
 
 extension ImportCommand {
+    /// Creates the store at `url` and imports the document into it; returns the counts.
+    func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws -> [String: Int] {
+        let opened = try type.open(at: url, model: model, options: StoreOptions())
+        do {
+            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+            try opened.close()
+            return counts
+        } catch {
+            try? opened.close()
+            throw error
+        }
+    }
+
     /// A new store on a server is filled in a schema of its own and moved over `url` when complete.
     func importIntoNewServerStore(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws {
         let staged = try PostgreSQLStoreType.stagingURL(beside: url, verb: "importing")
         do {
-            let opened = try type.open(at: staged, model: model, options: StoreOptions())
-            let counts: [String: Int]
-            do {
-                counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
-                try opened.close()
-            } catch {
-                try? opened.close()
-                throw error
-            }
+            let counts = try fill(staged, type: type, model: model, bytes)
             try type.replace(at: url, with: staged)
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
