@@ -133,8 +133,9 @@ public final class PostgreSQLStore: PersistentStore {
         try read { try $0.record(for: key, model: model) }
     }
 
+    /// One statement (``PostgreSQLView/relatedKeys(of:relationship:)``).
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
+        try read { try $0.relatedKeys(of: key, relationship: relationship) }
     }
 
     /// The records of ``scanBatch(entity:after:limit:)``'s one statement.

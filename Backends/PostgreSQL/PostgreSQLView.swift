@@ -311,3 +311,45 @@ extension PostgreSQLView {
         return escaped
     }
 }
+
+// MARK: Relationship reads
+
+extension PostgreSQLView {
+    /// The keys across a relationship in one statement (``PersistentStore/relatedKeys(of:relationship:)``):
+    /// none when the object does not exist, targets that no longer exist left out, in order for an
+    /// ordered to-many, else in ascending key order.
+    func relatedKeys(of key: ObjectKey, relationship name: String) throws -> [ObjectKey] {
+        let columns = try columns(key.entity)
+        guard let relationship = columns.entity.relationshipsByName[name] else {
+            throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(name)")
+        }
+        let owner = location.qualified(columns.table)
+        let target = location.qualified(layout.entities[relationship.destination]?.table ?? columns.table)
+        let parameters: [PGParameter?] = [.text(String(key.primaryKey)), .text(key.entity)]
+        let rows: PGRows
+        if !relationship.isToMany {
+            guard let slot = columns.entity.layout.toOneSlot(name) else { return [] }
+            let (column, entityColumn) = (PGConnection.quote(columns.toOne[slot].key), PGConnection.quote(columns.toOne[slot].entity))
+            rows = try connection.query(
+                "SELECT x.\(column), x.\(entityColumn) FROM \(owner) x JOIN \(target) t ON t.pk = x.\(column) AND t.entity = x.\(entityColumn) "
+                    + "WHERE x.pk = $1 AND x.entity = $2", parameters)
+        } else {
+            let ownerExists = "EXISTS (SELECT 1 FROM \(owner) o WHERE o.pk = $1 AND o.entity = $2)"
+            switch columns.toMany[name] {
+            case .joinTable(let table)?:
+                rows = try connection.query(
+                    "SELECT j.member, j.member_entity FROM \(location.qualified(table)) j JOIN \(target) t ON t.pk = j.member AND t.entity = j.member_entity "
+                        + "WHERE j.owner = $1 AND \(ownerExists) ORDER BY j.position", parameters)
+            case .inverseColumn(let table, let column, let entityColumn, let orderColumn)?:
+                let order = orderColumn.map { "\(PGConnection.quote($0)) NULLS LAST, pk" } ?? "pk"
+                rows = try connection.query(
+                    "SELECT pk, entity FROM \(location.qualified(table)) WHERE \(PGConnection.quote(column)) = $1 "
+                        + "AND \(PGConnection.quote(entityColumn)) = $2 AND \(ownerExists) ORDER BY \(order)", parameters)
+            case nil:
+                return []
+            }
+        }
+        let keys = (0..<rows.count).compactMap { r in rows.int64(r, 0).flatMap { pk in rows.text(r, 1).map { ObjectKey($0, pk) } } }
+        return relationship.isOrdered || !relationship.isToMany ? keys : keys.sorted()
+    }
+}
