@@ -353,3 +353,53 @@ extension PostgreSQLView {
         return relationship.isOrdered || !relationship.isToMany ? keys : keys.sorted()
     }
 }
+
+// MARK: Predicates in SQL
+
+extension PostgreSQLView {
+    /// The keys of `entity`'s objects that may match `predicate`, from one SELECT whose WHERE holds
+    /// the predicate's translatable conjuncts with bound parameters; nil when none translates.
+    ///
+    /// Translated: a comparison of an attribute of the entity with a constant of its own kind —
+    /// integers (`==`, `!=`, `<`, `<=`, `>`, `>=`), strings, Booleans and UUIDs (`==`, `!=`),
+    /// without `[c]`/`[d]` — and nil tests. Each is widened so that SQL never leaves out an object
+    /// the evaluator would keep (a NULL passes every comparison but `== constant`); the evaluator
+    /// then tests the whole predicate on what SQL selects, so the answers are the evaluator's.
+    func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? {
+        let columns = try columns(entity)
+        var parameters: [PGParameter?] = [.text(entity)]
+        let conjuncts: [ObjectPredicate]
+        if case .and(let parts) = predicate { conjuncts = parts } else { conjuncts = [predicate] }
+        let conditions = conjuncts.compactMap { condition($0, columns, &parameters) }
+        guard !conditions.isEmpty else { return nil }
+        let rows = try connection.query(
+            "SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
+        return (0..<rows.count).compactMap { rows.int64($0, 0) }
+    }
+
+    /// One comparison as SQL, or nil when it is not one SQL answers exactly.
+    private func condition(_ predicate: ObjectPredicate, _ columns: PostgreSQLLayout.EntityColumns, _ parameters: inout [PGParameter?]) -> String? {
+        guard case .comparison(let c) = predicate, c.quantifier == .direct, c.options.isEmpty,
+              case .keyPath(let name) = c.lhs, case .constant(let constant) = c.rhs,
+              let slot = columns.entity.layout.attributeSlot(name) else { return nil }
+        let column = PGConnection.quote(columns.attributes[slot])
+        let type = columns.entity.layout.attributes[slot].type
+        guard let constant else {
+            switch c.op {
+            case .equal: return "\(column) IS NULL"
+            case .notEqual: return "\(column) IS NOT NULL"
+            default: return nil
+            }
+        }
+        let fits: Bool
+        switch (type, constant) {
+        case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer): fits = true
+        case (.string, .string), (.boolean, .boolean), (.uuid, .uuid): fits = c.op == .equal || c.op == .notEqual
+        default: fits = false
+        }
+        guard fits, let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
+        parameters.append(PostgreSQLValues.parameter(constant))
+        let comparison = "\(column) \(sqlOperator) $\(parameters.count)"
+        return c.op == .equal ? comparison : "(\(column) IS NULL OR \(comparison))"
+    }
+}
