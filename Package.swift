@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
+        .library(name: "PostgreSQLStore", targets: ["PostgreSQLStore"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
@@ -40,6 +41,11 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB"], path: "Backends/LMDB"),
+        // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.
+        .systemLibrary(name: "CLibPQ", path: "Backends/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(
+            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLibPQ"], path: "Backends/PostgreSQL"
+        ),
         .target(
             name: "AtomicStore",
             dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto")],
@@ -49,7 +55,7 @@ let package = Package(
             name: "objectstore",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore", "LMDBStore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PostgreSQLStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
@@ -80,11 +86,16 @@ let package = Package(
             name: "LMDBStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "LMDBStore", "CLMDB", "ObjectStoreTesting"]
         ),
+        // Against a private server each test process starts (TestSupport's PostgreSQLTestServer).
+        .testTarget(
+            name: "PostgreSQLStoreTests",
+            dependencies: ["ObjectModel", "ObjectStore", "PostgreSQLStore", "ObjectStoreTesting", "TestSupport"]
+        ),
         .testTarget(
             name: "MigrationTests",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
-                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "TestSupport", "CSQLite",
+                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
             ]
         ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),

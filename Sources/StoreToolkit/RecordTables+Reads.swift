@@ -59,7 +59,8 @@ extension RowSource {
         let box = RowSourceBox(source: self, model: model)
         var subjects: [RowSubject<Self>] = []
         for name in request.includesSubentities ? entity.kindNames : [entity.name] {
-            for pk in try primaryKeys(of: name, after: nil, limit: nil) {
+            let candidates = try request.predicate.flatMap { try candidateKeys(of: name, matching: $0) }
+            for pk in try candidates ?? primaryKeys(of: name, after: nil, limit: nil) {
                 let key = ObjectKey(name, pk)
                 guard let row = try row(key) else { continue }
                 let subject = RowSubject(box: box, key: key, row: row)

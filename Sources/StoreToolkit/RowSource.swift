@@ -17,11 +17,17 @@ public protocol RowSource {
     func exists(_ key: ObjectKey) throws -> Bool
     /// How many objects of exactly `entity` there are (without reading them, where the source can).
     func rowCount(of entity: String) throws -> Int
+    /// The primary keys of exactly `entity`, ascending, of every object that may match `predicate`
+    /// (a superset: the evaluator still tests each), or nil to consider every object. A source
+    /// that can narrow a fetch itself (PostgreSQL translates comparisons with constants to SQL)
+    /// answers; the default does not.
+    func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]?
 }
 
 extension RowSource {
     public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
     public func rowCount(of entity: String) throws -> Int { try primaryKeys(of: entity, after: nil, limit: nil).count }
+    public func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? { nil }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
     /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a to-one that holds several objects.

@@ -3,6 +3,7 @@ import Foundation
 import AtomicStore
 import InMemoryStore
 import LMDBStore
+import PostgreSQLStore
 import ObjectMigration
 import ObjectModel
 import ObjectStore
@@ -38,6 +39,7 @@ struct ObjectStoreCommand: ParsableCommand {
         SQLiteStore.register()
         AtomicStore.register()
         LMDBStore.register()
+        PostgreSQLStore.register()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -68,7 +68,13 @@ struct TwoProcessTests {
         let model = try workspace.write(Self.model, to: "model.json")
         let store = workspace.path("snap.\(type)")
         #expect(try CLI.run("import", store, try workspace.write(Self.document("base-", 3_000), to: "base.json"), "--model", model).status == 0)
-        let writer = try Self.start(["import", store, try workspace.write(Self.document("more-", 20_000), to: "more.json")])
+        try Self.exportWhileImporting(store, workspace, base: 3_000, more: 20_000)
+    }
+
+    /// Exports `store` (holding `base` books) over and over while another process imports `more`:
+    /// each export holds the books before the import or after it, every reference whole.
+    static func exportWhileImporting(_ store: String, _ workspace: Harness, base: Int, more: Int) throws {
+        let writer = try start(["import", store, try workspace.write(document("more-", more), to: "more.json")])
         var exports = 0
         while writer.0.isRunning || exports == 0 {
             let export = try CLI.run("export", store)
@@ -76,13 +82,13 @@ struct TwoProcessTests {
             #expect(export.status == 0, "export \(exports): \(export.stderr)")
             let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: [[String: Any]]])
             let books = document["Book"] ?? [], shelves = document["Shelf"] ?? []
-            #expect([3_000, 23_000].contains(books.count), "export \(exports) holds \(books.count) books: half an import")
+            #expect([base, base + more].contains(books.count), "export \(exports) holds \(books.count) books: half an import")
             let ids = Set((books + shelves).compactMap { $0["_id"] as? String })
             let dangling = books.compactMap { $0["shelf"] as? String }.filter { !ids.contains($0) }
                 + shelves.flatMap { ($0["books"] as? [String]) ?? [] }.filter { !ids.contains($0) }
             #expect(dangling.isEmpty, "export \(exports): \(dangling.count) references to objects not in it")
             if exports > 40 { break }
         }
-        #expect(Self.finish(writer).status == 0)
+        #expect(finish(writer).status == 0)
     }
 }

@@ -4,7 +4,9 @@ import InMemoryStore
 import LMDBStore
 import ObjectModel
 import ObjectStore
+import PostgreSQLStore
 import SQLiteStore
+import TestSupport
 
 /// Every backend, from one registry: a new backend joins every migration test by being
 /// registered here.
@@ -15,6 +17,7 @@ enum Backends {
         SQLiteStore.register(in: registry)
         AtomicStore.register(in: registry)
         LMDBStore.register(in: registry)
+        PostgreSQLStore.register(in: registry)
         return registry
     }()
 
@@ -32,6 +35,7 @@ enum Backends {
 final class Workspace {
     let folder: URL
     private var memory: [URL] = []
+    private var postgreSQL: [URL] = []
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appending(path: "migration-tests-\(UUID().uuidString)")
@@ -40,6 +44,7 @@ final class Workspace {
 
     deinit {
         for url in memory { try? InMemoryStoreType().destroy(at: url) }
+        for url in postgreSQL { try? PostgreSQLStoreType().destroy(at: url) }
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -49,7 +54,21 @@ final class Workspace {
             memory.append(url)
             return url
         }
+        if backend == PostgreSQLStore.typeName { return postgreSQLLocation() }
         return folder.appending(path: "\(name).\(Backends.type(backend).fileExtensions[0])")
+    }
+
+    /// A PostgreSQL store in a schema of its own on the test process's private server (the
+    /// harness reports why when no server can start; the test then fails).
+    private func postgreSQLLocation() -> URL {
+        do {
+            let url = try PostgreSQLTestServer.location()
+            postgreSQL.append(url)
+            return url
+        } catch {
+            // A URL no server answers: the test using it fails, naming the reason.
+            return URL(string: "postgresql://postgres@/postgres?host=/nonexistent-no-server&schema=\(String(describing: error).prefix(40).filter(\.isLetter))")!
+        }
     }
 
     /// Every file in the folder with its bytes.

@@ -2,6 +2,7 @@ import Foundation
 import ObjectMigration
 import ObjectModel
 import ObjectStore
+import PostgreSQLStore
 import Synchronization
 import Testing
 import TestSupport
@@ -83,7 +84,24 @@ enum History {
 
 @Suite("StoreMigrator: any old store to the current version")
 struct StoreMigratorTests {
-    static let durable = Backends.all.filter { $0 != "memory" }
+    /// The backends whose stores are files: `StoreMigrator` migrates those in place (a lock on
+    /// the main file, intermediate stores staged beside it). A PostgreSQL store has no files and is
+    /// migrated into a new store with `MigrationManager` (every conversion pair runs it), which
+    /// `StoreMigrator` says when given one (tested below).
+    static let durable = Backends.all.filter { $0 != "memory" && $0 != PostgreSQLStore.typeName }
+
+    @Test("a PostgreSQL store is refused by the in-place migrator, which names MigrationManager, and is left as it was")
+    func postgreSQLIsMigratedByTheManager() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("old", PostgreSQLStore.typeName)
+        try makeStore(PostgreSQLStore.typeName, at: url, model: History.model("v1"), json: History.document("v1"))
+        let before = try export(PostgreSQLStore.typeName, at: url, model: History.model("v1"))
+        let error = try #require(throws: MigrationError.self) {
+            _ = try StoreMigrator(versions: History.versions).migrateStore(at: url, type: Backends.type(PostgreSQLStore.typeName))
+        }
+        #expect(error.message.contains("MigrationManager"))
+        #expect(try export(PostgreSQLStore.typeName, at: url, model: History.model("v1")) == before)
+    }
 
     /// The store at `url`, read with v4, checked against the document it was made from:
     /// every value, the computed label, both sides of every relationship.

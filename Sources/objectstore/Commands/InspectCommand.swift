@@ -17,7 +17,7 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        let url = URL(filePath: store)
+        let url = try StoreLocator.url(store)
         let metadata = try type.readMetadata(at: url)
         func size(_ path: String) -> Int? { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue }
         let files: [(String, Int)] = type.fileURLs(for: url).compactMap { file in

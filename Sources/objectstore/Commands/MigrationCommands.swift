@@ -3,6 +3,7 @@ import Foundation
 import ObjectMigration
 import ObjectModel
 import ObjectStore
+import PostgreSQLStore
 
 /// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json]`.
 struct DiffCommand: ParsableCommand {
@@ -69,23 +70,34 @@ struct ConvertCommand: ParsableCommand {
         let fromType = try StoreLocator.type(for: source, explicit: sourceType)
         try StoreLocator.requireExisting(source, fromType)
         let toType = try StoreLocator.destinationType(for: destination, explicit: type)
-        let sourceURL = FileOperations.resolved(URL(filePath: source))
-        let destinationURL = FileOperations.resolved(URL(filePath: destination))
+        let onServer = StoreLocator.isServerURL(destination)
+        let sourceURL = StoreLocator.isServerURL(source) ? try StoreLocator.url(source) : FileOperations.resolved(URL(filePath: source))
+        let destinationURL = onServer ? try StoreLocator.url(destination) : FileOperations.resolved(URL(filePath: destination))
         // One store under two spellings (a link, a trailing slash, a hard link): never convert it onto itself.
         let sourceFiles = Set(fromType.fileURLs(for: sourceURL).map(\.path))
-        if sourceFiles.contains(destinationURL.path)
+        if sourceURL == destinationURL || sourceFiles.contains(destinationURL.path)
             || toType.fileURLs(for: destinationURL).contains(where: { sourceFiles.contains($0.path) })
-            || FileOperations.identity(destinationURL).map({ $0 == FileOperations.identity(sourceURL) }) == true {
+            || (!onServer && FileOperations.identity(destinationURL).map({ $0 == FileOperations.identity(sourceURL) }) == true) {
             throw CLIError("\(destination): the destination is the source")
         }
-        let existing = try? StoreLocator.type(for: destinationURL.path, explicit: nil)
-        if toType.storeExists(at: destinationURL) || FileManager.default.fileExists(atPath: destinationURL.path) {
+        let existing = onServer ? (toType.storeExists(at: destinationURL) ? toType : nil) : try? StoreLocator.type(for: destinationURL.path, explicit: nil)
+        if toType.storeExists(at: destinationURL) || (!onServer && FileManager.default.fileExists(atPath: destinationURL.path)) {
             guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
-        // Into a staged store beside the destination, then moved over it: a failure never costs the old destination.
-        StagedStore.sweepAndSay(beside: destinationURL)
-        let staging = try StagedStore(beside: destinationURL, verb: "converting")
+        // Into a staged store beside the destination (a file beside it, or a schema of its own in
+        // the same database), then moved over it: a failure never costs the old destination.
+        let staging: StagedStore?
+        let stagedURL: URL
+        if onServer {
+            staging = nil
+            stagedURL = try PostgreSQLStoreType.stagingURL(beside: destinationURL, verb: "converting")
+        } else {
+            StagedStore.sweepAndSay(beside: destinationURL)
+            let staged = try StagedStore(beside: destinationURL, verb: "converting")
+            staging = staged
+            stagedURL = staged.url
+        }
         // One snapshot of the source for the conversion and the counts checked after it.
         let from = try StoreLocator.snapshot(source, type: fromType, model: model)
         defer { try? from.close() }
@@ -96,7 +108,7 @@ struct ConvertCommand: ParsableCommand {
             // The destination's counts as it gives them (read in phase 3, or reported by SQLite
             // when it copied the tables itself), checked against the source's before the
             // destination is put in place.
-            let written = try manager.migrateStore(from: from, to: staging.url, type: toType)
+            let written = try manager.migrateStore(from: from, to: stagedURL, type: toType)
             bar.finish()
             var lines: [String] = []
             var mismatch: [String] = []
@@ -108,11 +120,19 @@ struct ConvertCommand: ParsableCommand {
             guard mismatch.isEmpty else {
                 throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
             }
-            try StagedStore.install(staging.url, type: toType, at: destinationURL, replacing: force ? existing : nil)
-            staging.finish()
+            if let staging {
+                try StagedStore.install(stagedURL, type: toType, at: destinationURL, replacing: force ? existing : nil)
+                staging.finish()
+            } else {
+                try toType.replace(at: destinationURL, with: stagedURL)
+            }
             output(lines.joined(separator: "\n"))
         } catch {
             bar.finish()
+            guard let staging else {
+                try? toType.destroy(at: stagedURL)
+                throw error
+            }
             staging.discard(toType)
             throw staging.failure(error, writing: destination)
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ObjectModel
 import ObjectStore
+import PostgreSQLStore
 
 /// `objectstore create <store> --model <model> [--model-version V] [--type T]`.
 struct CreateCommand: ParsableCommand {
@@ -38,11 +39,13 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let url = FileOperations.resolved(URL(filePath: store))
+        let onServer = StoreLocator.isServerURL(store)
+        let url = onServer ? try StoreLocator.url(store) : FileOperations.resolved(URL(filePath: store))
         let bytes: Data
         do { bytes = try Data(contentsOf: URL(filePath: data)) } catch { throw CLIError("\(data): cannot be read") }
         if type.storeExists(at: url) {
-            StagedStore.sweepAndSay(beside: url)   // what a run killed after its store was moved into place left
+            // What a run killed after its store was moved into place left.
+            if !onServer { StagedStore.sweepAndSay(beside: url) }
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
             do {
                 let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
@@ -57,24 +60,45 @@ struct ImportCommand: ParsableCommand {
         // A new store is filled under a staged name and moved into place only when complete:
         // a killed import leaves no store, and the next run starts from nothing.
         guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
+        if onServer { return try importIntoNewServerStore(url, type: type, model: model, bytes) }
         StagedStore.sweepAndSay(beside: url)
         let staging = try StagedStore(beside: url, verb: "importing")
         do {
-            let opened = try type.open(at: staging.url, model: model, options: StoreOptions())
-            let counts: [String: Int]
-            do {
-                counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
-                try opened.close()
-            } catch {
-                try? opened.close()
-                throw error
-            }
+            let counts = try fill(staging.url, type: type, model: model, bytes)
             try StagedStore.install(staging.url, type: type, at: url, replacing: nil)
             staging.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
             staging.discard(type)
             throw staging.failure(error, writing: store)
+        }
+    }
+}
+
+extension ImportCommand {
+    /// Creates the store at `url` and imports the document into it; returns the counts.
+    func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws -> [String: Int] {
+        let opened = try type.open(at: url, model: model, options: StoreOptions())
+        do {
+            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+            try opened.close()
+            return counts
+        } catch {
+            try? opened.close()
+            throw error
+        }
+    }
+
+    /// A new store on a server is filled in a schema of its own and moved over `url` when complete.
+    func importIntoNewServerStore(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws {
+        let staged = try PostgreSQLStoreType.stagingURL(beside: url, verb: "importing")
+        do {
+            let counts = try fill(staged, type: type, model: model, bytes)
+            try type.replace(at: url, with: staged)
+            for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
+        } catch {
+            try? type.destroy(at: staged)
+            throw error
         }
     }
 }
@@ -154,7 +178,7 @@ struct DestroyCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        try type.destroy(at: URL(filePath: store))
+        try type.destroy(at: try StoreLocator.url(store))
         output("destroyed \(store)")
     }
 }
@@ -169,7 +193,7 @@ struct CheckpointCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        try type.checkpoint(at: URL(filePath: store))
+        try type.checkpoint(at: try StoreLocator.url(store))
         output("checkpointed \(store)")
     }
 }

@@ -42,7 +42,7 @@ struct ModelSelection: ParsableArguments {
         }
         guard let carrying = type as? any CarriedModelReading else { return nil }
         do {
-            return try carrying.carriedModel(at: URL(filePath: path))
+            return try carrying.carriedModel(at: try StoreLocator.url(path))
         } catch let error as ModelError {
             throw CLIError("\(path): the model the store carries (Z_MODELCACHE) cannot be read: \(error.problems.joined(separator: "; "))")
         }
@@ -83,8 +83,27 @@ struct ModelSelection: ParsableArguments {
 enum StoreLocator {
     static let registry = StoreTypeRegistry.shared
 
-    /// The type for `path`: `--type`, else the file's content, else (for a new store) its extension.
+    /// Whether `path` names a store on a server (`postgresql://…`, `postgres://…`), not a file.
+    static func isServerURL(_ path: String) -> Bool {
+        let lowered = path.lowercased()
+        return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+    }
+
+    /// The URL of the store `path` names: the server URL as given, else the file path.
+    static func url(_ path: String) throws -> URL {
+        guard isServerURL(path) else { return URL(filePath: path) }
+        guard let url = URL(string: path) else { throw ValidationError("\(path): not a valid URL") }
+        return url
+    }
+
+    /// The type for `path`: `--type`, else for a server URL its scheme's, else the file's
+    /// content, else (for a new store) its extension.
     static func type(for path: String, explicit: String?) throws -> any StoreType {
+        if isServerURL(path) {
+            guard let type = try? registry.type(named: "postgresql") else { throw CLIError("\(path): no PostgreSQL store type is registered") }
+            if let explicit, explicit != type.name { throw ValidationError("\(path) is a PostgreSQL store, not \(explicit)") }
+            return type
+        }
         if let explicit {
             guard let type = fileTypes.first(where: { $0.name == explicit }) else {
                 throw ValidationError("unknown store type \(explicit) (use \(fileTypes.map(\.name).joined(separator: ", ")))")
@@ -103,7 +122,7 @@ enum StoreLocator {
     /// The type of a store to be written at `path`: `--type`, else its extension
     /// (an existing file's content is not consulted: it is about to be replaced).
     static func destinationType(for path: String, explicit: String?) throws -> any StoreType {
-        if explicit != nil { return try type(for: path, explicit: explicit) }
+        if explicit != nil || isServerURL(path) { return try type(for: path, explicit: explicit) }
         let url = URL(filePath: path)
         guard let type = registry.type(forExtension: url.pathExtension) else {
             throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
@@ -115,13 +134,13 @@ enum StoreLocator {
     static var fileTypes: [any StoreType] { registry.types.filter { !$0.fileExtensions.isEmpty } }
 
     static func requireExisting(_ path: String, _ type: any StoreType) throws {
-        guard type.storeExists(at: URL(filePath: path)) else { throw CLIError("\(path): no such store") }
+        guard type.storeExists(at: try url(path)) else { throw CLIError("\(path): no such store") }
     }
 
     /// The model an existing store opens with (see ``ModelSelection/modelForStore(at:metadata:)``).
     static func model(for path: String, type: any StoreType, selection: ModelSelection) throws -> (model: ManagedObjectModel, version: String?) {
         try requireExisting(path, type)
-        return try selection.modelForStore(at: path, type: type, metadata: try type.readMetadata(at: URL(filePath: path)))
+        return try selection.modelForStore(at: path, type: type, metadata: try type.readMetadata(at: try url(path)))
     }
 
     /// Opens an existing store with the model `selection` gives.
@@ -132,7 +151,7 @@ enum StoreLocator {
 
     /// Opens an existing store with `model`.
     static func open(_ path: String, type: any StoreType, model: ManagedObjectModel, readOnly: Bool) throws -> any PersistentStore {
-        try type.open(at: URL(filePath: path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false))
+        try type.open(at: try url(path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false))
     }
 
     /// A snapshot of an existing store: every read of one command (an export, a validation,

@@ -1,0 +1,257 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// Where a PostgreSQL store is: the libpq connection URI (without `schema`) and the schema
+/// its tables live in.
+///
+/// `postgresql://user@host:5432/db?schema=books`, `postgres:///db?host=/run/postgresql`; the
+/// `schema` query parameter is ours (libpq does not know it) and defaults to `public`.
+struct PostgreSQLLocation: Sendable, Hashable {
+    let url: URL
+    /// The URI libpq connects with: the store's URL without `schema`.
+    let conninfo: String
+    /// The schema the store's tables are in.
+    let schema: String
+
+    /// Whether `url` names a PostgreSQL store (`postgresql://` or `postgres://`).
+    static func isPostgreSQL(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "postgresql" || scheme == "postgres"
+    }
+
+    init(_ url: URL) throws {
+        guard Self.isPostgreSQL(url) else {
+            throw StoreError(.notFound, "a PostgreSQL store is named by a postgresql:// or postgres:// URL", url: url)
+        }
+        self.url = url
+        let text = url.absoluteString
+        guard let mark = text.firstIndex(of: "?") else {
+            conninfo = text
+            schema = "public"
+            return
+        }
+        var kept: [Substring] = []
+        var schema = "public"
+        for item in text[text.index(after: mark)...].split(separator: "&") {
+            if item.hasPrefix("schema=") {
+                schema = String(item.dropFirst(7)).removingPercentEncoding ?? String(item.dropFirst(7))
+            } else {
+                kept.append(item)
+            }
+        }
+        guard !schema.isEmpty, schema.utf8.count <= 63 else {
+            throw StoreError(.notFound, "the schema name must be 1 to 63 bytes", url: url)
+        }
+        self.schema = schema
+        conninfo = String(text[..<mark]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+    }
+
+    /// The schema, quoted.
+    var quotedSchema: String { PGConnection.quote(schema) }
+
+    /// A relation of the store's schema, quoted and qualified.
+    func qualified(_ name: String) -> String { quotedSchema + "." + PGConnection.quote(name) }
+}
+
+/// How the model maps to tables (docs/postgresql-layout.md): one table per inheritance root with
+/// typed columns, to-one columns, order columns, join tables for to-many sides that have no to-one
+/// inverse, one key sequence per root.
+struct PostgreSQLLayout: Sendable {
+    static let metadataTable = "objectstore_metadata"
+    static let relationsTable = "objectstore_relations"
+
+    /// How one to-many side is stored.
+    enum ToMany: Sendable {
+        /// Read from the members' to-one column (and their order column, for an ordered side).
+        case inverseColumn(table: String, column: String, entityColumn: String, orderColumn: String?)
+        /// A join table of its own: `owner`, `member`, `member_entity`, `position`.
+        case joinTable(String)
+    }
+
+    /// One entity's columns.
+    struct EntityColumns: Sendable {
+        let entity: EntityDescription
+        /// The root's table name (unqualified).
+        let table: String
+        /// A column per stored attribute, in ``EntityLayout`` slot order.
+        let attributes: [String]
+        /// A key column and an entity column per stored to-one, in slot order.
+        let toOne: [(key: String, entity: String)]
+        /// Stored to-many sides by name.
+        let toMany: [String: ToMany]
+    }
+
+    let model: ManagedObjectModel
+    let entities: [String: EntityColumns]
+    /// Every relation the store creates, with its DDL, in creation order: (kind, name, statements).
+    let relations: [(kind: String, name: String, ddl: [String])]
+
+    /// A table of a hierarchy: its columns by (declaring entity, property) and their types.
+    private struct HierarchyTable {
+        var columns: [(name: String, type: String)] = []
+        var byProperty: [String: String] = [:]   // "<declaring entity>\0<property>" → column
+        var used: Set<String> = ["pk", "entity", "version"]
+
+        mutating func add(_ base: String, _ type: String, for property: String) -> String {
+            if let column = byProperty[property] { return column }
+            var name = PostgreSQLLayout.identifier(base)
+            var n = 2
+            while used.contains(name) { name = PostgreSQLLayout.identifier("\(base)_\(n)"); n += 1 }
+            used.insert(name)
+            columns.append((name, type))
+            byProperty[property] = name
+            return name
+        }
+    }
+
+    init(model: ManagedObjectModel, location: PostgreSQLLocation) {
+        self.model = model
+        let descriptions = model.entityDescriptions
+        // The entity that declares a property: the highest ancestor that has it.
+        func declaring(_ entity: EntityDescription, _ name: String, attribute: Bool) -> String {
+            var owner = entity.name
+            for ancestor in entity.ancestors {
+                guard let parent = model.entity(named: ancestor) else { break }
+                let has = attribute ? parent.attributesByName[name] != nil : parent.relationshipsByName[name] != nil
+                if has { owner = ancestor } else { break }
+            }
+            return owner
+        }
+        var tables: [String: HierarchyTable] = [:]
+        var joinTables: [String: String] = [:]   // "<declaring entity>\0<relationship>" → table
+        var relations: [(kind: String, name: String, ddl: [String])] = []
+        var usedNames: Set<String> = [Self.metadataTable, Self.relationsTable]
+        for root in descriptions where root.parent == nil {
+            usedNames.insert(Self.identifier(root.name))
+            usedNames.insert(Self.identifier(root.name + "__pk"))
+        }
+        // Columns, root first within each hierarchy (an inherited property has its ancestor's column).
+        for entity in descriptions.sorted(by: { $0.ancestors.count < $1.ancestors.count }) {
+            var table = tables[entity.rootName, default: HierarchyTable()]
+            for attribute in entity.storedAttributes {
+                let owner = declaring(entity, attribute.name, attribute: true)
+                _ = table.add(attribute.name, Self.columnType(attribute.type), for: owner + "\0a\0" + attribute.name)
+            }
+            for relationship in entity.storedRelationships where !relationship.isToMany {
+                let owner = declaring(entity, relationship.name, attribute: false)
+                let property = owner + "\0r\0" + relationship.name
+                _ = table.add(relationship.name, "bigint", for: property)
+                _ = table.add(relationship.name + "_entity", "text", for: property + "\0entity")
+                if let inverse = relationship.inverse, let back = model.entity(named: relationship.destination)?.relationshipsByName[inverse],
+                   back.isToMany, back.isOrdered {
+                    _ = table.add(relationship.name + "_order", "bigint", for: property + "\0order")
+                }
+            }
+            tables[entity.rootName] = table
+        }
+        for entity in descriptions {
+            for relationship in entity.storedRelationships where relationship.isToMany {
+                let owner = declaring(entity, relationship.name, attribute: false)
+                let key = owner + "\0" + relationship.name
+                guard joinTables[key] == nil else { continue }
+                let inverse = relationship.inverse.flatMap { model.entity(named: relationship.destination)?.relationshipsByName[$0] }
+                if inverse.map({ !$0.isToMany && !$0.isTransient }) == true { continue }
+                var name = Self.identifier(owner + "__" + relationship.name)
+                var n = 2
+                while usedNames.contains(name) { name = Self.identifier("\(owner)__\(relationship.name)_\(n)"); n += 1 }
+                usedNames.insert(name)
+                joinTables[key] = name
+            }
+        }
+        var entities: [String: EntityColumns] = [:]
+        for entity in descriptions {
+            let table = tables[entity.rootName]!
+            let attributes = entity.layout.attributes.map {
+                table.byProperty[declaring(entity, $0.name, attribute: true) + "\0a\0" + $0.name]!
+            }
+            let toOne = entity.layout.toOne.map { relationship -> (key: String, entity: String) in
+                let property = declaring(entity, relationship.name, attribute: false) + "\0r\0" + relationship.name
+                return (table.byProperty[property]!, table.byProperty[property + "\0entity"]!)
+            }
+            var toMany: [String: ToMany] = [:]
+            for relationship in entity.storedRelationships where relationship.isToMany {
+                let owner = declaring(entity, relationship.name, attribute: false)
+                if let join = joinTables[owner + "\0" + relationship.name] {
+                    toMany[relationship.name] = .joinTable(join)
+                } else if let destination = model.entity(named: relationship.destination), let inverseName = relationship.inverse {
+                    let inverseOwner = declaring(destination, inverseName, attribute: false)
+                    let memberTable = tables[destination.rootName]!
+                    let property = inverseOwner + "\0r\0" + inverseName
+                    toMany[relationship.name] = .inverseColumn(
+                        table: Self.identifier(destination.rootName), column: memberTable.byProperty[property]!,
+                        entityColumn: memberTable.byProperty[property + "\0entity"]!,
+                        orderColumn: relationship.isOrdered ? memberTable.byProperty[property + "\0order"] : nil)
+                }
+            }
+            entities[entity.name] = EntityColumns(entity: entity, table: Self.identifier(entity.rootName), attributes: attributes,
+                                                  toOne: toOne, toMany: toMany)
+        }
+        self.entities = entities
+
+        // DDL: each root's table and sequence, indexes for every to-one and fetch index, join tables.
+        for root in descriptions where root.parent == nil {
+            let name = Self.identifier(root.name)
+            let table = tables[root.name]!
+            let qualified = location.qualified(name)
+            var ddl = ["CREATE TABLE \(qualified) (pk bigint PRIMARY KEY, entity text NOT NULL, version bigint NOT NULL"
+                       + table.columns.map { ", \(PGConnection.quote($0.name)) \($0.type)" }.joined() + ")"]
+            ddl.append("CREATE INDEX ON \(qualified) (entity)")
+            for (column, type) in table.columns where type == "bigint" && table.columns.contains(where: { $0.name == column + "_entity" }) {
+                ddl.append("CREATE INDEX ON \(qualified) (\(PGConnection.quote(column)))")
+            }
+            for entity in descriptions where entity.rootName == root.name {
+                for index in entity.declaration.indexes {
+                    let columns = index.elements.compactMap { element -> String? in
+                        guard let slot = entity.layout.attributeSlot(element.property) else {
+                            return entity.layout.toOneSlot(element.property).map { PGConnection.quote(entities[entity.name]!.toOne[$0].key) }
+                        }
+                        return PGConnection.quote(entities[entity.name]!.attributes[slot]) + (element.ascending ? "" : " DESC")
+                    }
+                    if !columns.isEmpty { ddl.append("CREATE INDEX ON \(qualified) (\(columns.joined(separator: ", ")))") }
+                }
+            }
+            relations.append(("table", name, ddl))
+            let sequence = Self.identifier(root.name + "__pk")
+            relations.append(("sequence", sequence, ["CREATE SEQUENCE \(location.qualified(sequence)) MINVALUE 0 START 0"]))
+        }
+        for name in Set(joinTables.values).sorted() {
+            let qualified = location.qualified(name)
+            relations.append(("table", name, [
+                "CREATE TABLE \(qualified) (owner bigint NOT NULL, member bigint NOT NULL, member_entity text NOT NULL, "
+                    + "position bigint NOT NULL, PRIMARY KEY (owner, member))",
+                "CREATE INDEX ON \(qualified) (member)",
+            ]))
+        }
+        self.relations = relations
+    }
+
+    /// The sequence of `root`'s keys.
+    static func sequence(_ root: String) -> String { identifier(root + "__pk") }
+
+    /// The column type of an attribute type.
+    static func columnType(_ type: AttributeType) -> String {
+        switch type {
+        case .integer16, .integer32, .integer64: "bigint"
+        case .double, .float, .date: "double precision"
+        case .decimal: "numeric"
+        case .string, .uri: "text"
+        case .boolean: "boolean"
+        case .binaryData, .transformable, .undefined, .objectID: "bytea"
+        case .uuid: "uuid"
+        }
+    }
+
+    /// A name PostgreSQL keeps whole: at most 63 bytes (a longer one is cut and given a hash).
+    static func identifier(_ name: String) -> String {
+        guard name.utf8.count > 63 else { return name }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var cut = ""
+        for scalar in name.unicodeScalars {
+            if cut.utf8.count + String(scalar).utf8.count > 46 { break }
+            cut.unicodeScalars.append(scalar)
+        }
+        return cut + "_" + String(hash, radix: 16)
+    }
+}

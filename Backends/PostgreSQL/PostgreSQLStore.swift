@@ -1,0 +1,241 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import StoreToolkit
+
+/// A store in a PostgreSQL database, through libpq's blocking API: one table per inheritance
+/// root with typed columns, join tables for to-many sides without a to-one inverse, one key
+/// sequence per root and a metadata table, all in the schema the URL names
+/// (docs/postgresql-layout.md).
+///
+/// Several processes and hosts may use one store at once. Every save is one `REPEATABLE READ`
+/// transaction: a save over an object another process changed since fails with
+/// ``StoreError/Code/conflict`` naming it, never overwriting the other write. Keys come from
+/// sequences, so two writers never collide. A ``snapshot()`` is a `REPEATABLE READ READ ONLY`
+/// transaction on a connection of its own, held until it is closed.
+///
+/// ```swift
+/// PostgreSQLStore.register()
+/// let url = URL(string: "postgresql://app@db.example.com/library?schema=books")!
+/// let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+/// ```
+public final class PostgreSQLStore: PersistentStore {
+    /// The registered type name, `postgresql`.
+    public static let typeName = "postgresql"
+
+    /// Registers the `postgresql` store type (with `registry`, the shared one by default).
+    public static func register(in registry: StoreTypeRegistry = .shared) {
+        registry.register(PostgreSQLStoreType())
+    }
+
+    public var storeType: String { Self.typeName }
+    public var url: URL? { location.url }
+    public let identifier: UUID
+    public let model: ManagedObjectModel
+    public let isReadOnly: Bool
+
+    let location: PostgreSQLLocation
+    let layout: PostgreSQLLayout
+    /// Whether this is a snapshot: its connection holds one read-only transaction until closed.
+    let isSnapshot: Bool
+    /// For a snapshot, each root's last allocated key when it was taken (sequences are outside
+    /// transactions, so a snapshot reads them once, at its start).
+    private let snapshotKeys: [String: Int64]
+    /// Guards ``connection``.
+    private let lock = NSLock()
+    /// The connection. Not Sendable: only ever touched inside `lock`, one thread at a time,
+    /// and never escapes a call.
+    nonisolated(unsafe) private var connection: PGConnection?
+
+    init(location: PostgreSQLLocation, model: ManagedObjectModel, options: StoreOptions) throws {
+        self.location = location
+        self.model = model
+        isReadOnly = options.readOnly
+        isSnapshot = false
+        snapshotKeys = [:]
+        let layout = PostgreSQLLayout(model: model, location: location)
+        self.layout = layout
+        let connection = try PostgreSQLStoreType.connect(location)
+        let metadata: StoreMetadata
+        do {
+            metadata = try PostgreSQLStoreType.mapping(location) { () throws -> StoreMetadata in
+                if try !PostgreSQLStoreType.exists(connection, location) {
+                    guard options.createIfMissing, !options.readOnly else {
+                        throw StoreError(.notFound, "no PostgreSQL store", url: location.url)
+                    }
+                    try PostgreSQLStoreType.create(connection, location, layout: layout, model: model)
+                }
+                let metadata = try PostgreSQLStoreType.readMetadata(connection, location)
+                let compatibility = metadata.compatibility(with: model)
+                guard compatibility.isCompatible else {
+                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                                     url: location.url, compatibility: compatibility)
+                }
+                if options.readOnly { try connection.execute("SET default_transaction_read_only = on") }
+                return metadata
+            }
+        } catch {
+            connection.close()
+            throw error
+        }
+        identifier = metadata.storeUUID ?? UUID()
+        self.connection = connection
+    }
+
+    /// A snapshot of `store`: a connection of its own in a `REPEATABLE READ READ ONLY` transaction.
+    private init(snapshotOf store: PostgreSQLStore) throws {
+        location = store.location
+        model = store.model
+        layout = store.layout
+        identifier = store.identifier
+        isReadOnly = true
+        isSnapshot = true
+        let location = store.location
+        let connection = try PostgreSQLStoreType.connect(location)
+        do {
+            snapshotKeys = try PostgreSQLStoreType.mapping(location) {
+                try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                // The transaction's snapshot is taken by its first query: now.
+                try connection.query("SELECT 1 FROM \(location.qualified(PostgreSQLLayout.metadataTable)) LIMIT 1")
+                let view = PostgreSQLView(connection: connection, layout: store.layout, location: store.location)
+                var keys: [String: Int64] = [:]
+                for entity in store.model.entityDescriptions where entity.parent == nil {
+                    keys[entity.name] = try view.lastKey(entity.name, locking: false)
+                }
+                return keys
+            }
+        } catch {
+            connection.close()
+            throw error
+        }
+        self.connection = connection
+    }
+
+    // MARK: Contract
+
+    public func metadata() throws -> StoreMetadata {
+        try read { view in try PostgreSQLStoreType.readMetadata(view.connection, location) }
+    }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        try write { view in try PostgreSQLStoreType.writeMetadata(metadata, view.connection, location) }
+    }
+
+    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        try read { try $0.fetch(request, model: model) }
+    }
+
+    public func count(_ request: FetchRequest) throws -> Int {
+        try read { try $0.count(request, model: model) }
+    }
+
+    public func record(for key: ObjectKey) throws -> ObjectRecord? {
+        try read { try $0.record(for: key, model: model) }
+    }
+
+    /// One statement (``PostgreSQLView/relatedKeys(of:relationship:)``).
+    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
+        try read { try $0.relatedKeys(of: key, relationship: relationship) }
+    }
+
+    /// The records of ``scanBatch(entity:after:limit:)``'s one statement.
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try read { try $0.scanBatch(entity, after: primaryKey, limit: limit).records }
+    }
+
+    /// One statement per batch (``PostgreSQLView/scanBatch(_:after:limit:)``).
+    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try read { try $0.scanBatch(entity, after: primaryKey, limit: limit) }
+    }
+
+    public func save(_ changes: ChangeSet) throws {
+        try save(changes, checkingReferences: true)
+    }
+
+    /// An unchecked batch laid out by the store's own model, of an entity without uniqueness
+    /// constraints, goes in with one `COPY … FROM STDIN`; others take the record path.
+    public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.entity.uniquenessConstraints.isEmpty {
+            return try bulkInsert(batch.records, checkingReferences: checkingReferences)
+        }
+        guard !batch.isEmpty else { return }
+        try batch.checkInsertable(in: model)
+        try write { try $0.copy(batch) }
+    }
+
+    private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
+        try write { view in
+            try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
+            let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
+            try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
+        }
+    }
+
+    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidChange, "no entity named \(entity)") }
+        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
+        return try write { view in
+            let first = try view.lastKey(description.rootName, locking: true) + 1
+            let last = first + Int64(count) - 1
+            try view.setLastKey(description.rootName, last)
+            return first...last
+        }
+    }
+
+    public func lastAllocatedKey(entity: String) throws -> Int64 {
+        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        if isSnapshot { return snapshotKeys[root] ?? 0 }
+        return try read { try $0.lastKey(root, locking: false) }
+    }
+
+    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
+        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+    }
+
+    public func snapshot() throws -> any PersistentStore {
+        try lock.withLock { () throws -> Void in
+            guard connection != nil else { throw StoreError(.closed, "the store is closed", url: location.url) }
+        }
+        return try PostgreSQLStore(snapshotOf: self)
+    }
+
+    /// Closes the connection (a snapshot's transaction ends with it).
+    public func close() throws {
+        let closing = lock.withLock { () -> PGConnection? in
+            defer { connection = nil }
+            return connection
+        }
+        if isSnapshot, let closing { try? closing.execute("COMMIT") }
+        closing?.close()
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one read-only `REPEATABLE READ` transaction (a snapshot's own, for a snapshot).
+    func read<T>(_ body: (PostgreSQLView) throws -> T) throws -> T {
+        try lock.withLock {
+            guard let connection else { throw StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url) }
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            return try PostgreSQLStoreType.mapping(location) {
+                if isSnapshot { return try body(view) }
+                return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try body(view) }
+            }
+        }
+    }
+
+    /// Runs `body` in one `REPEATABLE READ` transaction: committed when it returns, rolled back
+    /// when it throws. A write over a row another transaction changed meanwhile fails with
+    /// SQLSTATE 40001, a ``StoreError/Code/conflict``.
+    func write<T>(_ body: (PostgreSQLView) throws -> T) throws -> T {
+        if isReadOnly {
+            throw StoreError(.readOnly, isSnapshot ? "a snapshot is read-only" : "the store was opened read-only", url: location.url)
+        }
+        return try lock.withLock {
+            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            return try PostgreSQLStoreType.mapping(location) {
+                try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") { try body(view) }
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+
+/// The `postgresql` store type: stores named by `postgresql://` or `postgres://` URLs (libpq
+/// connection URIs, plus `schema=NAME`, `public` by default).
+///
+/// The operations that assume files get their server meaning (docs/postgresql-layout.md):
+/// a store has no files (``fileURLs(for:)`` is empty); ``destroy(at:)`` drops the store's
+/// tables and sequences (and its schema, when that is not `public` and holds nothing else);
+/// ``replace(at:with:)`` moves the source's tables into the destination's schema in one
+/// transaction, after dropping the destination's, so every moment shows one whole store.
+public struct PostgreSQLStoreType: StoreType {
+    /// Creates the type.
+    public init() {}
+
+    public var name: String { PostgreSQLStore.typeName }
+
+    /// A server store has no files: nothing to copy, move or remove beside it.
+    public func fileURLs(for url: URL) -> [URL] { [] }
+
+    /// Whether the URL's schema holds a store (its metadata table); false when the server
+    /// cannot be reached.
+    public func storeExists(at url: URL) -> Bool {
+        guard let location = try? PostgreSQLLocation(url), let connection = try? Self.connect(location) else { return false }
+        defer { connection.close() }
+        return (try? Self.exists(connection, location)) ?? false
+    }
+
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        let location = try PostgreSQLLocation(url)
+        let connection = try Self.connect(location)
+        defer { connection.close() }
+        return try Self.mapping(location) {
+            guard try Self.exists(connection, location) else { throw StoreError(.notFound, "no PostgreSQL store", url: url) }
+            return try Self.readMetadata(connection, location)
+        }
+    }
+
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        let location = try PostgreSQLLocation(url)
+        let connection = try Self.connect(location)
+        defer { connection.close() }
+        try Self.mapping(location) {
+            try Self.transaction(connection, "BEGIN") {
+                guard try Self.exists(connection, location) else { throw StoreError(.notFound, "no PostgreSQL store", url: url) }
+                try Self.writeMetadata(metadata, connection, location)
+            }
+        }
+    }
+
+    public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
+        guard let url else { throw StoreError(.notFound, "a PostgreSQL store needs a postgresql:// URL (use the memory type for an anonymous store)") }
+        return try PostgreSQLStore(location: PostgreSQLLocation(url), model: model, options: options)
+    }
+
+    /// Drops the store's tables and sequences, and its schema when that is not `public` and
+    /// holds nothing else. This destroys the store's data. Nothing to drop is no error.
+    public func destroy(at url: URL) throws {
+        let location = try PostgreSQLLocation(url)
+        let connection = try Self.connect(location)
+        defer { connection.close() }
+        try Self.mapping(location) {
+            try Self.transaction(connection, "BEGIN") {
+                try Self.lock(connection, location)
+                try Self.dropRelations(connection, location)
+                try Self.dropSchemaIfEmpty(connection, location)
+            }
+        }
+    }
+
+    /// Moves the store at `source` over the one at `destination`, in one transaction: the
+    /// destination's tables are dropped and the source's moved into its schema
+    /// (`ALTER TABLE … SET SCHEMA`), so every moment shows one whole store. Both must be in one
+    /// database (the same URL but for `schema`).
+    /// - Throws: ``StoreError/Code/notFound`` when there is no store at `source`;
+    ///   ``StoreError/Code/invalidChange`` for stores in two databases.
+    public func replace(at destination: URL, with source: URL) throws {
+        let (to, from) = (try PostgreSQLLocation(destination), try PostgreSQLLocation(source))
+        guard to.conninfo == from.conninfo else {
+            throw StoreError(.invalidChange, "a PostgreSQL store can replace only a store in the same database (\(from.conninfo) is not \(to.conninfo))",
+                             url: destination)
+        }
+        guard to.schema != from.schema else { return }
+        let connection = try Self.connect(to)
+        defer { connection.close() }
+        try Self.mapping(to) {
+            try Self.transaction(connection, "BEGIN") {
+                try Self.lock(connection, from)
+                try Self.lock(connection, to)
+                guard try Self.exists(connection, from) else { throw StoreError(.notFound, "no PostgreSQL store to move", url: source) }
+                try Self.dropRelations(connection, to)
+                try connection.execute("CREATE SCHEMA IF NOT EXISTS \(to.quotedSchema)")
+                for (kind, name) in try Self.relations(connection, from) {
+                    try connection.execute("ALTER \(kind == "sequence" ? "SEQUENCE" : "TABLE") \(from.qualified(name)) SET SCHEMA \(to.quotedSchema)")
+                }
+                for table in [PostgreSQLLayout.relationsTable, PostgreSQLLayout.metadataTable] {
+                    try connection.execute("ALTER TABLE \(from.qualified(table)) SET SCHEMA \(to.quotedSchema)")
+                }
+                try Self.dropSchemaIfEmpty(connection, from)
+            }
+        }
+    }
+
+    /// A location for a store staged beside the one at `url`: the same database, a schema of its
+    /// own (`<schema>_<verb>_<id>`), to be moved over it with ``replace(at:with:)`` once complete.
+    /// - Throws: ``StoreError/Code/notFound`` for a URL that names no PostgreSQL store.
+    public static func stagingURL(beside url: URL, verb: String) throws -> URL {
+        let location = try PostgreSQLLocation(url)
+        let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
+        let schema = PostgreSQLLayout.identifier("\(location.schema)_\(verb)_\(id)")
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "_"))
+        let encoded = schema.addingPercentEncoding(withAllowedCharacters: allowed) ?? schema
+        let base = location.conninfo
+        return URL(string: base + (base.contains("?") ? "&" : "?") + "schema=" + encoded)!
+    }
+
+    // MARK: Shared helpers
+
+    /// Connects to the store's server.
+    /// - Throws: ``StoreError`` (`io`, or `notFound` for a database that does not exist).
+    static func connect(_ location: PostgreSQLLocation) throws -> PGConnection {
+        try mapping(location) { try PGConnection(conninfo: location.conninfo) }
+    }
+
+    /// Converts the server's errors to the store error, the server's carried as the cause.
+    static func mapping<T>(_ location: PostgreSQLLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgreSQLError {
+            throw StoreError(error.storeCode, "PostgreSQL: \(error)", url: location.url, cause: error)
+        }
+    }
+
+    /// Runs `body` between `begin` and `COMMIT`, rolling back when it throws.
+    static func transaction<T>(_ connection: PGConnection, _ begin: String, _ body: () throws -> T) throws -> T {
+        try connection.execute(begin)
+        do {
+            let result = try body()
+            try connection.execute("COMMIT")
+            return result
+        } catch {
+            if connection.inTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Takes the store's advisory lock until the transaction ends (creation, destroy, replace).
+    static func lock(_ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("objectstore " + location.quotedSchema)])
+    }
+
+    /// Whether the schema holds a store (its metadata table).
+    static func exists(_ connection: PGConnection, _ location: PostgreSQLLocation) throws -> Bool {
+        let rows = try connection.query("SELECT to_regclass($1) IS NOT NULL", [.text(location.qualified(PostgreSQLLayout.metadataTable))])
+        return rows.text(0, 0) == "t"
+    }
+
+    /// Creates the store: schema, metadata and relation tables, every table and sequence of the
+    /// layout, the metadata; in one transaction, under the store's lock (two processes creating
+    /// one store at once make it once).
+    static func create(_ connection: PGConnection, _ location: PostgreSQLLocation, layout: PostgreSQLLayout, model: ManagedObjectModel) throws {
+        try transaction(connection, "BEGIN") {
+            try lock(connection, location)
+            guard try !exists(connection, location) else { return }
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(location.quotedSchema)")
+            try connection.execute("CREATE TABLE \(location.qualified(PostgreSQLLayout.relationsTable)) (name text PRIMARY KEY, kind text NOT NULL)")
+            for relation in layout.relations {
+                for statement in relation.ddl { try connection.execute(statement) }
+                try connection.query("INSERT INTO \(location.qualified(PostgreSQLLayout.relationsTable)) (name, kind) VALUES ($1, $2)",
+                                     [.text(relation.name), .text(relation.kind)])
+            }
+            try connection.execute("CREATE TABLE \(location.qualified(PostgreSQLLayout.metadataTable)) (key text PRIMARY KEY, value bytea NOT NULL)")
+            try writeMetadata(try StoreMetadata(storeType: PostgreSQLStore.typeName, model: model), connection, location)
+        }
+    }
+
+    /// The store's tables and sequences (the metadata and relation tables apart).
+    static func relations(_ connection: PGConnection, _ location: PostgreSQLLocation) throws -> [(kind: String, name: String)] {
+        let table = location.qualified(PostgreSQLLayout.relationsTable)
+        guard try connection.query("SELECT to_regclass($1) IS NOT NULL", [.text(table)]).text(0, 0) == "t" else { return [] }
+        let rows = try connection.query("SELECT kind, name FROM \(table) ORDER BY name")
+        return (0..<rows.count).map { (rows.text($0, 0) ?? "", rows.text($0, 1) ?? "") }
+    }
+
+    /// Drops the store's tables and sequences, and its metadata and relation tables.
+    static func dropRelations(_ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        for (kind, name) in try relations(connection, location) {
+            try connection.execute("DROP \(kind == "sequence" ? "SEQUENCE" : "TABLE") IF EXISTS \(location.qualified(name)) CASCADE")
+        }
+        for table in [PostgreSQLLayout.relationsTable, PostgreSQLLayout.metadataTable] {
+            try connection.execute("DROP TABLE IF EXISTS \(location.qualified(table)) CASCADE")
+        }
+    }
+
+    /// Drops the schema when it is not `public` and holds nothing.
+    static func dropSchemaIfEmpty(_ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        guard location.schema != "public" else { return }
+        let rows = try connection.query(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", [.text(location.schema)])
+        let others = try connection.query(
+            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1", [.text(location.schema)])
+        if rows.int64(0, 0) == 0 && others.int64(0, 0) == 0 {
+            try connection.execute("DROP SCHEMA IF EXISTS \(location.quotedSchema)")
+        }
+    }
+
+    /// The metadata table: one row per key, its value a binary property list of a one-key dictionary.
+    static func readMetadata(_ connection: PGConnection, _ location: PostgreSQLLocation) throws -> StoreMetadata {
+        let rows = try connection.query("SELECT key, value FROM \(location.qualified(PostgreSQLLayout.metadataTable))")
+        var values: [String: PropertyListValue] = [:]
+        for r in 0..<rows.count {
+            guard let key = rows.text(r, 0), let data = rows.bytes(r, 1), let entry = PropertyListValue.decodeDictionary(data), let value = entry[key] else {
+                throw StoreError(.corrupt, "the metadata row \(String(reflecting: rows.text(r, 0) ?? "")) is not a property list of its key",
+                                 url: location.url)
+            }
+            values[key] = value
+        }
+        return StoreMetadata(values)
+    }
+
+    static func writeMetadata(_ metadata: StoreMetadata, _ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        let table = location.qualified(PostgreSQLLayout.metadataTable)
+        try connection.execute("DELETE FROM \(table)")
+        for (key, value) in metadata.values.sorted(by: { $0.key < $1.key }) {
+            try connection.query("INSERT INTO \(table) (key, value) VALUES ($1, $2)",
+                                 [.text(key), .bytes(try PropertyListValue.binaryPropertyList([key: value]))])
+        }
+    }
+}

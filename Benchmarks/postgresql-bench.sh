@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Converts a SQLite store of <objects> objects (default 1,000,000) into PostgreSQL and back with the
+# release `objectstore`, timing each and taking its peak resident memory, against the floor measured
+# in the same run: psql's \copy of the same rows (into a table with the store's columns and indexes,
+# and out of the store's tables). Starts a private server on a Unix socket in a temporary folder
+# (as the postgres user when run as root) and removes it at the end. Prints a Markdown table
+# (docs/performance.md records the figures).
+# Usage: Benchmarks/postgresql-bench.sh [objects]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+objects=${1:-1000000}
+pairs=$((objects / 2))
+# OBJECTSTORE=<binary> uses that build instead (a debug one, to try the script).
+tool=${OBJECTSTORE:-}
+if [ -z "$tool" ]; then swift build -c release --product objectstore >&2; tool=$PWD/.build/release/objectstore; fi
+
+bin=$(pg_config --bindir 2>/dev/null || true)
+[ -x "$bin/initdb" ] || bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+work=$(mktemp -d /tmp/pgbench.XXXXXX)
+chmod 755 "$work"
+as_server=()
+if [ "$(id -u)" -eq 0 ]; then chown postgres "$work"; as_server=(runuser -u postgres --); fi
+"${as_server[@]}" "$bin/initdb" -D "$work/data" -A trust -U postgres >/dev/null
+"${as_server[@]}" "$bin/pg_ctl" -D "$work/data" -l "$work/server.log" -w -o "-k $work -c listen_addresses=''" start >/dev/null
+trap '"${as_server[@]}" "$bin/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null; rm -rf "$work"' EXIT
+server="postgresql://postgres@/postgres?host=$work"
+store="$server&schema=bench"
+psql=("$bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$server")
+
+# The benchmark model: A and B, five attributes each, a one-to-one between them.
+cat > "$work/model.json" <<'EOF'
+{"format": "objectstore-model", "formatVersion": 1, "entities": [
+  {"name": "A", "attributes": [{"name": "a1", "type": "Integer 64"}, {"name": "a2", "type": "Double"}, {"name": "a3", "type": "String"}, {"name": "a4", "type": "Date"}, {"name": "a5", "type": "Boolean"}],
+   "relationships": [{"name": "partner", "destination": "B", "inverse": "partner"}]},
+  {"name": "B", "attributes": [{"name": "b1", "type": "Integer 64"}, {"name": "b2", "type": "Double"}, {"name": "b3", "type": "String"}, {"name": "b4", "type": "Date"}, {"name": "b5", "type": "Boolean"}],
+   "relationships": [{"name": "partner", "destination": "A", "inverse": "partner"}]}]}
+EOF
+echo "building the $objects-object source store…" >&2
+"$tool" create "$work/source.sqlite" --model "$work/model.json" >/dev/null
+rows() { echo "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < $pairs)
+  INSERT INTO Z$1 (Z_PK, Z_ENT, Z_OPT, Z${1}1, Z${1}2, Z${1}3, Z${1}4, Z${1}5, ZPARTNER)
+  SELECT k, $2, 1, k * 7, k / 3.0, 'object number ' || k, 700000000 + k, k % 2, k FROM n;"; }
+sqlite3 "$work/source.sqlite" "PRAGMA synchronous = OFF; BEGIN; $(rows A 1) $(rows B 2) UPDATE Z_PRIMARYKEY SET Z_MAX = $pairs; COMMIT;"
+
+# Seconds and peak resident KiB of one command.
+measure() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; exit 1; }; cat "$work/time"; }
+
+echo "objectstore convert SQLite → PostgreSQL, and back…" >&2
+read -r into into_kb < <(measure "$tool" convert "$work/source.sqlite" "$store")
+read -r back back_kb < <(measure "$tool" convert "$store" "$work/back.sqlite")
+same=no
+[ "$("$tool" export "$work/source.sqlite" | md5sum)" = "$("$tool" export "$work/back.sqlite" | md5sum)" ] && same=yes
+
+echo "the floor: psql \\copy of the same rows…" >&2
+"${psql[@]}" -c "\\copy bench.\"A\" TO '$work/A.tsv'" -c "\\copy bench.\"B\" TO '$work/B.tsv'"
+"${psql[@]}" -c "CREATE SCHEMA floor" -c "CREATE TABLE floor.\"A\" (LIKE bench.\"A\" INCLUDING ALL)" -c "CREATE TABLE floor.\"B\" (LIKE bench.\"B\" INCLUDING ALL)"
+read -r floor_in floor_in_kb < <(measure "${psql[@]}" -c "BEGIN" -c "\\copy floor.\"A\" FROM '$work/A.tsv'" -c "\\copy floor.\"B\" FROM '$work/B.tsv'" -c "COMMIT")
+read -r floor_out floor_out_kb < <(measure "${psql[@]}" -c "\\copy bench.\"A\" TO '$work/A-out.tsv'" -c "\\copy bench.\"B\" TO '$work/B-out.tsv'")
+counted=$("${psql[@]}" -A -t -c "SELECT (SELECT count(*) FROM bench.\"A\") + (SELECT count(*) FROM bench.\"B\")")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f×", a / b }'; }
+rate() { awk -v n="$objects" -v s="$1" 'BEGIN { printf "%\047d objects/s", n / s }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
+echo "| $objects objects (A and B, one-to-one; $counted rows in PostgreSQL) | time | peak RSS | against the floor |"
+echo "|---|---|---|---|"
+echo "| psql \\copy FROM, both tables, one transaction (the floor in) | ${floor_in} s, $(rate "$floor_in") | $(mib "$floor_in_kb") (psql) | 1.00× |"
+echo "| objectstore convert SQLite → PostgreSQL | ${into} s, $(rate "$into") | $(mib "$into_kb") | $(ratio "$into" "$floor_in") |"
+echo "| psql \\copy TO, both tables (the floor out) | ${floor_out} s, $(rate "$floor_out") | $(mib "$floor_out_kb") (psql) | 1.00× |"
+echo "| objectstore convert PostgreSQL → SQLite | ${back} s, $(rate "$back") | $(mib "$back_kb") | $(ratio "$back" "$floor_out") |"
+echo
+echo "export of the store converted back equals the source's: $same"

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The tool with a store on the test process's private PostgreSQL server.
+@Suite("objectstore with a PostgreSQL store")
+struct PostgreSQLCommandTests {
+    static let examples = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appending(path: "Examples")
+
+    /// The schema a store URL names.
+    static func schema(_ url: String) -> String { String(url[url.range(of: "schema=")!.upperBound...]) }
+
+    @Test("convert SQLite into PostgreSQL and back: every export equals the SQLite store's, byte for byte; inspect shows UUID, version and the server's counts")
+    func convertBothWays() throws {
+        let workspace = try Workspace()
+        let lib = workspace.url.appending(path: "lib.sqlite").path
+        let imported = try CLI.run("import", lib, Self.examples.appending(path: "library.json").path,
+                                   "--model", Self.examples.appending(path: "Library.xcdatamodeld").path)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let sqliteExport = try CLI.run("export", lib)
+        #expect(sqliteExport.status == 0 && !sqliteExport.stdout.isEmpty)
+
+        let pg = try PostgreSQLTestServer.location().absoluteString
+        let converted = try CLI.run("convert", lib, pg)
+        #expect(converted.status == 0, "\(converted.stderr)")
+        let pgExport = try CLI.run("export", pg)
+        #expect(pgExport.status == 0, "\(pgExport.stderr)")
+        #expect(pgExport.stdout == sqliteExport.stdout)
+
+        // The server's own count of each entity's rows, against what inspect says and what the
+        // SQLite store holds.
+        let schema = Self.schema(pg)
+        var serverCounts: [String: Int] = [:]
+        for table in try PostgreSQLTestServer.psql("SELECT name FROM \"\(schema)\".objectstore_relations WHERE kind = 'table'")
+            .split(separator: "\n") where !table.contains("__") {
+            for line in try PostgreSQLTestServer.psql("SELECT entity, count(*) FROM \"\(schema)\".\"\(table)\" GROUP BY entity").split(separator: "\n") {
+                let parts = line.split(separator: "|")
+                serverCounts[String(parts[0])] = Int(parts[1])
+            }
+        }
+        #expect(serverCounts == ["Author": 2, "Book": 3, "Magazine": 1, "Shelf": 2])
+        let inspect = try CLI.run("inspect", pg)
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        #expect(inspect.stdout.hasPrefix("type: postgresql\n"))
+        for (entity, count) in serverCounts { #expect(inspect.stdout.contains("  \(entity) \(count)\n") || inspect.stdout.hasSuffix("  \(entity) \(count)")) }
+        let uuidLine = try #require(inspect.stdout.split(separator: "\n").first { $0.hasPrefix("store UUID: ") })
+        #expect(UUID(uuidString: String(uuidLine.dropFirst("store UUID: ".count))) != nil)
+        let sqliteInspect = try CLI.run("inspect", lib).stdout
+        let identifiers = { (text: String) in text.split(separator: "\n").first { $0.hasPrefix("model version identifiers:") } }
+        #expect(identifiers(inspect.stdout) != nil && identifiers(inspect.stdout) == identifiers(sqliteInspect))
+
+        let back = workspace.url.appending(path: "back.sqlite").path
+        let returned = try CLI.run("convert", pg, back)
+        #expect(returned.status == 0, "\(returned.stderr)")
+        #expect(try CLI.run("export", back).stdout == sqliteExport.stdout)
+
+        // An existing destination is kept unless --force; with it, replaced whole.
+        let again = try CLI.run("convert", lib, pg)
+        #expect(again.status != 0 && again.stderr.contains("already exists"), "\(again.stderr)")
+        #expect(try CLI.run("convert", lib, pg, "--force").status == 0)
+        #expect(try CLI.run("export", pg).stdout == sqliteExport.stdout)
+        #expect(try CLI.run("destroy", pg).status == 0)
+        #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema)'") == "0\n")
+    }
+}

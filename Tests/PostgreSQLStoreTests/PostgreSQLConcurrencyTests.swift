@@ -1,0 +1,70 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import ObjectStoreTesting
+import PostgreSQLStore
+import Synchronization
+import Testing
+import TestSupport
+
+/// Several connections on one store, as several processes or hosts would have: each store
+/// instance is a server session of its own.
+@Suite("PostgreSQLStore across connections")
+struct PostgreSQLConcurrencyTests {
+    let model = StoreConformance.model
+
+    @Test("a save over an object another connection changed fails with a conflict naming it; the other write is kept")
+    func staleSaveIsAConflict() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let a = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        let b = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? a.close(); try? b.close() }
+        let key = ObjectKey("Person", try a.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        try a.save(ChangeSet(inserted: [ObjectRecord(key: key, attributes: ["name": .string("Ada")])]))
+        let seen = try #require(try b.record(for: key))
+        try a.save(ChangeSet(updated: [ObjectUpdate(key: key, expectedVersion: seen.version, attributes: ["name": .string("from a")])]))
+        let error = try #require(throws: StoreError.self) {
+            try b.save(ChangeSet(updated: [ObjectUpdate(key: key, expectedVersion: seen.version, attributes: ["name": .string("from b")])]))
+        }
+        #expect(error.code == .conflict)
+        #expect(error.objectID?.key == key)
+        #expect(try PostgreSQLTestServer.psql("SELECT name, version FROM \"\(url.absoluteString.components(separatedBy: "schema=")[1])\".\"Person\"") == "from a|2\n")
+    }
+
+    @Test("eight connections incrementing one counter with optimistic locking: every increment that saved is there, none lost")
+    func noLostUpdates() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let setup = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        let key = ObjectKey("Person", try setup.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        try setup.save(ChangeSet(inserted: [ObjectRecord(key: key, attributes: ["name": .string("counter"), "age": .integer(0)])]))
+        try setup.close()
+        let saved = Atomic<Int>(0), conflicts = Atomic<Int>(0), failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do {
+                let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+                defer { try? store.close() }
+                for _ in 0..<15 {
+                    let record = try store.record(for: key)!
+                    guard case .integer(let age) = record.attributes["age"] else { throw StoreError(.corrupt, "no age") }
+                    do {
+                        try store.save(ChangeSet(updated: [ObjectUpdate(key: key, expectedVersion: record.version, attributes: ["age": .integer(age + 1)])]))
+                        saved.add(1, ordering: .relaxed)
+                    } catch let error as StoreError where error.code == .conflict {
+                        conflicts.add(1, ordering: .relaxed)
+                    }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let reader = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(readOnly: true))
+        defer { try? reader.close() }
+        let final = try #require(try reader.record(for: key))
+        #expect(final.attributes["age"] == .integer(Int64(saved.load(ordering: .relaxed))))
+        #expect(final.version == Int64(1 + saved.load(ordering: .relaxed)))
+        #expect(saved.load(ordering: .relaxed) + conflicts.load(ordering: .relaxed) == 8 * 15)
+    }
+}
