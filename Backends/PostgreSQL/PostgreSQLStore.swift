@@ -46,6 +46,8 @@ public final class PostgreSQLStore: PersistentStore {
     /// The connection. Not Sendable: only ever touched inside `lock`, one thread at a time,
     /// and never escapes a call.
     nonisolated(unsafe) private var connection: PGConnection?
+    /// Inheritance roots whose tables took a bulk load (`COPY`) since the store opened (under `lock`).
+    nonisolated(unsafe) private var loaded: Set<String> = []
 
     init(location: PostgreSQLLocation, model: ManagedObjectModel, options: StoreOptions) throws {
         self.location = location
@@ -161,6 +163,7 @@ public final class PostgreSQLStore: PersistentStore {
         guard !batch.isEmpty else { return }
         try batch.checkInsertable(in: model)
         try write { try $0.copy(batch) }
+        lock.withLock { _ = loaded.insert(batch.entity.rootName) }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
@@ -201,11 +204,16 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Closes the connection (a snapshot's transaction ends with it).
     public func close() throws {
-        let closing = lock.withLock { () -> PGConnection? in
+        let (closing, analyzed) = lock.withLock { () -> (PGConnection?, Set<String>) in
             defer { connection = nil }
-            return connection
+            return (connection, loaded)
         }
         if isSnapshot, let closing { try? closing.execute("COMMIT") }
+        // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
+        // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
+        for root in analyzed.sorted() {
+            try? closing?.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root)))")
+        }
         closing?.close()
     }
 

@@ -213,9 +213,10 @@ struct PostgreSQLView: RowSource {
 // MARK: Bulk paths
 
 extension PostgreSQLView {
-    /// A batch of a streaming scan in one statement: keyset pagination (`pk > $2 ORDER BY pk
-    /// LIMIT $3`, on the primary key's index), each row's columns read straight into slots; a
-    /// to-one whose target no longer exists is left out in SQL. Memory stays bounded by `limit`.
+    /// A batch of a streaming scan in one statement: keyset pagination (`entity = $1 AND pk > $2
+    /// ORDER BY pk LIMIT $3`, on the `(entity, pk)` index), each row's columns read straight into
+    /// slots; a to-one whose target no longer exists is left out in SQL (a left join that finds
+    /// no target). Memory stays bounded by `limit`.
     func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
         let columns = try columns(entity)
         let description = columns.entity
@@ -223,15 +224,22 @@ extension PostgreSQLView {
         guard limit > 0, primaryKey != Int64.max else { return batch }
         let layout = description.layout
         var select = ["x.pk", "x.version"] + columns.attributes.map { "x." + PGConnection.quote($0) }
+        var joins = ""
         for (slot, relationship) in layout.toOne.enumerated() {
             let (key, entityColumn) = (PGConnection.quote(columns.toOne[slot].key), PGConnection.quote(columns.toOne[slot].entity))
             let target = location.qualified(self.layout.entities[relationship.destination]?.table ?? columns.table)
-            let exists = "EXISTS (SELECT 1 FROM \(target) t WHERE t.pk = x.\(key) AND t.entity = x.\(entityColumn))"
-            select.append("CASE WHEN \(exists) THEN x.\(key) END")
-            select.append("CASE WHEN \(exists) THEN x.\(entityColumn) END")
+            // The batch's rows first, then each target looked up by its key, row by row (a lateral
+            // subquery): `limit` probes of the primary key's index. An EXISTS in the select list or a
+            // plain join may be planned as a hash of the whole target table, built again for each
+            // batch, which makes a scan quadratic in the store.
+            joins += " LEFT JOIN LATERAL (SELECT t.pk, t.entity FROM \(target) t WHERE t.pk = x.\(key) AND t.entity = x.\(entityColumn) LIMIT 1)"
+                + " t\(slot) ON true"
+            select.append("t\(slot).pk")
+            select.append("t\(slot).entity")
         }
+        let page = "SELECT * FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk > $2 ORDER BY pk LIMIT $3"
         let rows = try connection.query(
-            "SELECT \(select.joined(separator: ", ")) FROM \(location.qualified(columns.table)) x WHERE x.entity = $1 AND x.pk > $2 ORDER BY x.pk LIMIT $3",
+            "SELECT \(select.joined(separator: ", ")) FROM (\(page)) x\(joins) ORDER BY x.pk",
             [.text(entity), .text(String(primaryKey ?? Int64.min)), .text(String(limit))])
         let width = layout.attributes.count
         for r in 0..<rows.count {

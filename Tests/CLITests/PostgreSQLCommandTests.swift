@@ -43,6 +43,7 @@ struct PostgreSQLCommandTests {
         let inspect = try CLI.run("inspect", pg)
         #expect(inspect.status == 0, "\(inspect.stderr)")
         #expect(inspect.stdout.hasPrefix("type: postgresql\n"))
+        #expect(inspect.stdout.contains("\nserver: \(pg)\n"), "where a server store is, in place of its files")
         for (entity, count) in serverCounts { #expect(inspect.stdout.contains("  \(entity) \(count)\n") || inspect.stdout.hasSuffix("  \(entity) \(count)")) }
         let uuidLine = try #require(inspect.stdout.split(separator: "\n").first { $0.hasPrefix("store UUID: ") })
         #expect(UUID(uuidString: String(uuidLine.dropFirst("store UUID: ".count))) != nil)

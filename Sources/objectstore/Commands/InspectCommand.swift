@@ -29,6 +29,12 @@ struct InspectCommand: ParsableCommand {
             guard let bytes = size(file.path) else { return nil }
             return (file.path, bytes)
         }
+        // A server store has no files: where it is instead, without a password.
+        var server: String?
+        if StoreLocator.isServerURL(store), var parts = URLComponents(string: store) {
+            if parts.password != nil { parts.password = "********" }
+            server = parts.string ?? store
+        }
         let embedded = try? metadata.embeddedModel()
         let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false
         // Counting needs a model: the one given (its version chosen by the store's hashes), else the
@@ -51,6 +57,7 @@ struct InspectCommand: ParsableCommand {
             let document: [String: Any] = [
                 "type": type.name,
                 "files": files.map { ["path": $0.0, "bytes": $0.1] },
+                "server": server ?? NSNull(),
                 "storeUUID": metadata.storeUUID?.uuidString ?? NSNull(),
                 "modelVersion": selected?.version ?? NSNull(),
                 "versionIdentifiers": metadata.versionIdentifiers,
@@ -64,6 +71,7 @@ struct InspectCommand: ParsableCommand {
         }
         var lines = ["type: \(type.name)", "files:"]
         lines += files.map { "  \($0.0) \($0.1) bytes" }
+        if let server { lines.append("server: \(server)") }
         lines.append("store UUID: \(metadata.storeUUID?.uuidString ?? "(none)")")
         if let version = selected?.version { lines.append("model version: \(version)") }
         let identifiers = metadata.versionIdentifiers.map { $0.isEmpty ? "\"\"" : $0 }
