@@ -244,7 +244,8 @@ public final class StoreMigrator: Sendable {
         cancelled.store(false, ordering: .relaxed)
         guard let main = type.fileURLs(for: url).first else {
             throw MigrationError(.store, "\(url.absoluteString): a \(type.name) store has no files to migrate in place; "
-                                 + "migrate it into a new store with MigrationManager")
+                                 + "migrate it into a new store with MigrationManager (with the objectstore tool: convert it "
+                                 + "to a SQLite file, migrate that, and convert it back)")
         }
         // One migration of a store at a time: a lock on its main file (flock, which SQLite's and
         // LMDB's own locks do not touch), so a second run never sweeps the first's intermediates.

@@ -59,7 +59,7 @@ struct ConvertCommand: ParsableCommand {
 
     @Argument(help: "The source store (its type is read from its content).") var source: String
     @Argument(help: "The destination store.") var destination: String
-    @Option(name: .long, help: "The destination's type: sqlite, atomic or lmdb (default: from its extension).") var type: String?
+    @Option(name: .long, help: "The destination's type: sqlite, atomic, lmdb or postgresql (default: from its extension).") var type: String?
     @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
     @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Replace an existing destination.") var force = false

@@ -5,7 +5,7 @@ import ObjectStore
 
 /// `--type`, shared by every store command.
 struct StoreTypeOption: ParsableArguments {
-    @Option(name: .long, help: "The store type: sqlite, atomic or lmdb (default: from the file's content, else its extension).")
+    @Option(name: .long, help: "The store type: sqlite, atomic, lmdb or postgresql (default: from the file's content, else its extension).")
     var type: String?
 }
 
