@@ -64,8 +64,14 @@ struct ObjectStoreCommand: ParsableCommand {
     /// Prints one line on stderr and exits with status 1.
     static func fail(_ message: String) -> Never {
         let line = message.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " | ")
-        printError("objectstore: \(line)\n")
+        printError("objectstore: \(maskingPasswords(line))\n")
         Foundation.exit(1)
+    }
+
+    /// `text` with the password of every URL in it (`scheme://user:password@host`) masked: an
+    /// error names the store it is about, and a server store's URL may carry its password.
+    static func maskingPasswords(_ text: String) -> String {
+        text.replacing(/(?<head>[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\/\s:@]*):[^@\s\/]*@/) { match in "\(match.output.head):********@" }
     }
 }
 

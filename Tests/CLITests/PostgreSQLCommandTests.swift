@@ -11,6 +11,15 @@ struct PostgreSQLCommandTests {
     /// The schema a store URL names.
     static func schema(_ url: String) -> String { String(url[url.range(of: "schema=")!.upperBound...]) }
 
+    @Test("a server that cannot be reached is said so, with libpq's reason, never 'no such store'; the URL's password is masked", arguments: ["inspect", "export", "validate"])
+    func unreachable(_ command: String) throws {
+        let result = try CLI.run(command, "postgresql://bob:s3cret-word@127.0.0.1:1/db?schema=x")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("postgresql://bob:********@127.0.0.1:1/db?schema=x"), "\(result.stderr)")
+        #expect(result.stderr.contains("connection to server") && !result.stderr.contains("no such store"), "\(result.stderr)")
+        #expect(!result.stderr.contains("s3cret-word"))
+    }
+
     @Test("convert SQLite into PostgreSQL and back: every export equals the SQLite store's, byte for byte; inspect shows UUID, version and the server's counts")
     func convertBothWays() throws {
         let workspace = try Workspace()

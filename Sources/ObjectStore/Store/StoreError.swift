@@ -89,7 +89,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = url.map { "\($0.path): " } ?? ""
+        // A file's path; any other store's whole URL (a server's: `postgresql://…/db?schema=s`).
+        var text = url.map { "\($0.isFileURL ? $0.path : $0.absoluteString): " } ?? ""
         text += message
         if !validationFailures.isEmpty {
             text += "\n" + validationFailures.map { "  \($0)" }.joined(separator: "\n")

@@ -134,7 +134,12 @@ enum StoreLocator {
     static var fileTypes: [any StoreType] { registry.types.filter { !$0.fileExtensions.isEmpty } }
 
     static func requireExisting(_ path: String, _ type: any StoreType) throws {
-        guard type.storeExists(at: try url(path)) else { throw CLIError("\(path): no such store") }
+        let url = try url(path)
+        guard type.storeExists(at: url) else {
+            // A server that cannot be reached is not a store that does not exist: its metadata read says why.
+            if isServerURL(path) { _ = try type.readMetadata(at: url) }
+            throw CLIError("\(path): no such store")
+        }
     }
 
     /// The model an existing store opens with (see ``ModelSelection/modelForStore(at:metadata:)``).
