@@ -76,6 +76,15 @@ public struct PostgreSQLStoreType: StoreType {
     /// - Throws: ``StoreError/Code/notFound`` when there is no store at `source`;
     ///   ``StoreError/Code/invalidChange`` for stores in two databases.
     public func replace(at destination: URL, with source: URL) throws {
+        try install(at: destination, with: source, replacing: true)
+    }
+
+    /// Moves the store at `source` (a schema of the same database) to `destination`, in one
+    /// transaction holding both schemas' locks. With `replacing` false, a store that is at
+    /// `destination` by then (another process's, made while this one was being filled) is kept
+    /// and this fails with ``StoreError/Code/alreadyExists``: two runs that each create the store
+    /// never have one's data silently replaced by the other's.
+    public func install(at destination: URL, with source: URL, replacing: Bool) throws {
         let (to, from) = (try PostgreSQLLocation(destination), try PostgreSQLLocation(source))
         guard to.conninfo == from.conninfo else {
             throw StoreError(.invalidChange, "a PostgreSQL store can replace only a store in the same database (\(from.conninfo) is not \(to.conninfo))",
@@ -89,6 +98,10 @@ public struct PostgreSQLStoreType: StoreType {
                 try Self.lock(connection, from)
                 try Self.lock(connection, to)
                 guard try Self.exists(connection, from) else { throw StoreError(.notFound, "no PostgreSQL store to move", url: source) }
+                if !replacing, try Self.exists(connection, to) {
+                    throw StoreError(.alreadyExists, "a store was made here while this one was being filled; it is kept (use --force to replace it)",
+                                     url: destination)
+                }
                 try Self.dropRelations(connection, to)
                 try connection.execute("CREATE SCHEMA IF NOT EXISTS \(to.quotedSchema)")
                 for (kind, name) in try Self.relations(connection, from) {
@@ -99,6 +112,18 @@ public struct PostgreSQLStoreType: StoreType {
                 }
                 try Self.dropSchemaIfEmpty(connection, from)
             }
+        }
+    }
+
+    /// What names one store whatever the URL's spelling: the server cluster's system identifier,
+    /// the database and the schema (two URLs with the same identity are the same store).
+    public func identity(at url: URL) throws -> String {
+        let location = try PostgreSQLLocation(url)
+        let connection = try Self.connect(location)
+        defer { connection.close() }
+        return try Self.mapping(location) {
+            let rows = try connection.query("SELECT system_identifier::text, current_database() FROM pg_control_system()")
+            return "\(rows.text(0, 0) ?? "")/\(rows.text(0, 1) ?? "")/\(location.schema)"
         }
     }
 

@@ -47,11 +47,26 @@ struct SQLiteWriter {
             }
         }
         for update in changes.updated { try self.update(update, bumpingVersion: !changes.keepsVersions, given: given) }
-        for record in changes.inserted {
-            for (name, members) in record.toMany { try writeToMany(record.key, name, members) }
+        let lists = changes.inserted.map { ($0.key, $0.toMany) } + changes.updated.map { ($0.key, $0.toMany) }
+        // The lists of to-manys without an inverse this change writes: a member is in one of them only.
+        var hidden: [String: HiddenList] = [:]
+        for (owner, toMany) in lists {
+            for (name, members) in toMany {
+                if case .hiddenForeignKey(let table, let column, _)? = schema.entities[owner.entity]?.toMany[name] {
+                    hidden["\(table).\(column)#\(owner.primaryKey)"] = HiddenList(owner: owner, name: name, table: table, column: column, count: members.count)
+                }
+            }
         }
-        for update in changes.updated {
-            for (name, members) in update.toMany { try writeToMany(update.key, name, members) }
+        for (owner, toMany) in lists {
+            for (name, members) in toMany { try writeToMany(owner, name, members, rewritten: hidden) }
+        }
+        for list in hidden.values {
+            let held = try connection.statement("SELECT count(*) FROM \(quote(list.table)) WHERE \(quote(list.column)) = ?1")
+                .rows([.integer(list.owner.primaryKey)]) { $0.int64(0) }.first ?? 0
+            if held != Int64(list.count) {
+                throw StoreError(.invalidChange, "\(list.owner).\(list.name): a member of this list is in another's \(list.name) too; "
+                                 + "this store keeps a member of a to-many without an inverse in one list only (Core Data's layout)")
+            }
         }
         for (root, last) in lastKeys { try moveKeyCounter(root, past: last) }
         if checkingReferences { try verifyTargets(changes) }
@@ -351,7 +366,16 @@ struct SQLiteWriter {
         try connection.statement("UPDATE \(quote(other.table)) SET \(set) WHERE Z_PK = ?1").run(values)
     }
 
-    private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey]) throws {
+    /// A list of a to-many without an inverse that a change writes: its members' column names the owner.
+    struct HiddenList {
+        let owner: ObjectKey, name: String, table: String, column: String, count: Int
+    }
+
+    /// Writes `owner`'s `name` list. A member of a to-many without an inverse is in one list only
+    /// (its column names the owner): taking it from a list this change does not rewrite would
+    /// silently shorten that list, so it is refused (`rewritten`: the lists this change writes).
+    private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey],
+                             rewritten: [String: HiddenList]) throws {
         guard let storage = schema.entities[owner.entity]?.toMany[name] else { return }
         let pk = SQLValue.integer(owner.primaryKey)
         switch storage {
@@ -373,7 +397,13 @@ struct SQLiteWriter {
         case .hiddenForeignKey(let table, let column, let order):
             try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1").run([pk])
             let set = "\(quote(column)) = ?1" + (order.map { ", \(quote($0)) = ?3" } ?? "")
+            let holder = try connection.statement("SELECT \(quote(column)) FROM \(quote(table)) WHERE Z_PK = ?1")
             for (i, member) in members.enumerated() {
+                if case .integer(let other)? = try holder.rows([.integer(member.primaryKey)], { $0.column(0) }).first,
+                   other != owner.primaryKey, rewritten["\(table).\(column)#\(other)"] == nil {
+                    throw StoreError(.invalidChange, "\(owner).\(name): \(member) is in the \(name) list of \(owner.entity)/\(other) already; "
+                                     + "this store keeps a member of a to-many without an inverse in one list only (Core Data's layout)")
+                }
                 var values: [SQLValue] = [pk, .integer(member.primaryKey)]
                 if order != nil { values.append(.integer(Int64(i + 1))) }
                 try connection.statement("UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2").run(values)

@@ -20,6 +20,21 @@ struct PostgreSQLCommandTests {
         #expect(!result.stderr.contains("s3cret-word"))
     }
 
+    @Test("create makes a server store; convert onto the same store spelled otherwise is refused at once, the store kept")
+    func createAndSameStore() throws {
+        let pg = try PostgreSQLTestServer.location().absoluteString
+        defer { _ = try? CLI.run("destroy", pg) }
+        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
+        let created = try CLI.run("create", pg, "--model", model)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try CLI.run("inspect", pg).stdout.hasPrefix("type: postgresql\n"))
+        #expect(try CLI.run("create", pg, "--model", model).status == 1, "already exists")
+        let respelled = pg.replacingOccurrences(of: "postgresql://", with: "postgres://") + "&connect_timeout=5"
+        let onto = try CLI.run("convert", pg, respelled, "--force")
+        #expect(onto.status == 1 && onto.stderr.contains("the destination is the source"), "\(onto.stderr)")
+        #expect(try CLI.run("inspect", pg).status == 0)
+    }
+
     @Test("convert SQLite into PostgreSQL and back: every export equals the SQLite store's, byte for byte; inspect shows UUID, version and the server's counts")
     func convertBothWays() throws {
         let workspace = try Workspace()

@@ -32,6 +32,29 @@ struct PostgreSQLConcurrencyTests {
         #expect(try PostgreSQLTestServer.psql("SELECT name, version FROM \"\(url.absoluteString.components(separatedBy: "schema=")[1])\".\"Person\"") == "from a|2\n")
     }
 
+    @Test("installing a staged store where another run made one meanwhile keeps that one and fails, unless replacing; one store under two spellings has one identity")
+    func installKeepsAStoreMadeMeanwhile() throws {
+        let url = try PostgreSQLTestServer.location()
+        let staged = try PostgreSQLStoreType.stagingURL(beside: url, verb: "importing")
+        defer { try? PostgreSQLStoreType().destroy(at: url); try? PostgreSQLStoreType().destroy(at: staged) }
+        // Another run's store lands first, with one person.
+        let other = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        let key = ObjectKey("Person", try other.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        try other.save(ChangeSet(inserted: [ObjectRecord(key: key, attributes: ["name": .string("first run")])]))
+        try other.close()
+        try PostgreSQLStoreType().open(at: staged, model: model, options: StoreOptions()).close()
+        let error = try #require(throws: StoreError.self) { try PostgreSQLStoreType().install(at: url, with: staged, replacing: false) }
+        #expect(error.code == .alreadyExists)
+        let schema = url.absoluteString.components(separatedBy: "schema=")[1]
+        #expect(try PostgreSQLTestServer.psql("SELECT name FROM \"\(schema)\".\"Person\"") == "first run\n")
+        try PostgreSQLStoreType().install(at: url, with: staged, replacing: true)
+        #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Person\"") == "0\n")
+        // postgres:// and postgresql://, another parameter: the same store.
+        let respelled = URL(string: url.absoluteString.replacingOccurrences(of: "postgresql://", with: "postgres://") + "&connect_timeout=5")!
+        #expect(try PostgreSQLStoreType().identity(at: url) == PostgreSQLStoreType().identity(at: respelled))
+        #expect(try PostgreSQLStoreType().identity(at: url) != PostgreSQLStoreType().identity(at: staged))
+    }
+
     @Test("eight connections incrementing one counter with optimistic locking: every increment that saved is there, none lost")
     func noLostUpdates() throws {
         let url = try PostgreSQLTestServer.location()

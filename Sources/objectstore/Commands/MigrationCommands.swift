@@ -80,6 +80,12 @@ struct ConvertCommand: ParsableCommand {
             || (!onServer && FileOperations.identity(destinationURL).map({ $0 == FileOperations.identity(sourceURL) }) == true) {
             throw CLIError("\(destination): the destination is the source")
         }
+        // On a server, one store under two spellings of its URL (postgres:// and postgresql://, other
+        // parameters): the same cluster, database and schema.
+        if onServer, StoreLocator.isServerURL(source), let server = toType as? PostgreSQLStoreType, fromType is PostgreSQLStoreType,
+           try server.identity(at: sourceURL) == server.identity(at: destinationURL) {
+            throw CLIError("\(destination): the destination is the source")
+        }
         let existing = onServer ? (toType.storeExists(at: destinationURL) ? toType : nil) : try? StoreLocator.type(for: destinationURL.path, explicit: nil)
         if toType.storeExists(at: destinationURL) || (!onServer && FileManager.default.fileExists(atPath: destinationURL.path)) {
             guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
@@ -124,7 +130,7 @@ struct ConvertCommand: ParsableCommand {
                 try StagedStore.install(stagedURL, type: toType, at: destinationURL, replacing: force ? existing : nil)
                 staging.finish()
             } else {
-                try toType.replace(at: destinationURL, with: stagedURL)
+                try PostgreSQLStoreType().install(at: destinationURL, with: stagedURL, replacing: force)
             }
             output(lines.joined(separator: "\n"))
         } catch {

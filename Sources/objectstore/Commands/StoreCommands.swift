@@ -18,11 +18,12 @@ struct CreateCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        guard !FileManager.default.fileExists(atPath: store), !type.storeExists(at: URL(filePath: store)) else {
+        let url = try StoreLocator.url(store)
+        guard StoreLocator.isServerURL(store) || !FileManager.default.fileExists(atPath: store), !type.storeExists(at: url) else {
             throw CLIError("\(store): already exists")
         }
         guard let model = try modelSelection.modelForNewStore() else { throw ValidationError("create needs --model") }
-        try type.open(at: URL(filePath: store), model: model, options: StoreOptions()).close()
+        try type.open(at: url, model: model, options: StoreOptions()).close()
         output("created \(type.name) store \(store)")
     }
 }
@@ -94,7 +95,7 @@ extension ImportCommand {
         let staged = try PostgreSQLStoreType.stagingURL(beside: url, verb: "importing")
         do {
             let counts = try fill(staged, type: type, model: model, bytes)
-            try type.replace(at: url, with: staged)
+            try PostgreSQLStoreType().install(at: url, with: staged, replacing: false)
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
             try? type.destroy(at: staged)
