@@ -77,61 +77,11 @@ package struct ArchiveBuilder {
     }
 }
 
-/// Encodes a ``PropertyListNode`` as `bplist00`: every node its own object (no sharing),
-/// 2-byte references, 4-byte offsets.
+/// Binary property lists for tests: ObjectModel's writer (the one the model cache and store
+/// metadata are written with), and a DEFLATE stream made without zlib.
 package enum BinaryPlistWriter {
     package static func encode(_ top: PropertyListNode) -> Data {
-        var body = [UInt8]("bplist00".utf8)
-        var offsets: [Int] = []
-        // Objects are numbered depth first; a container's references are known once its children are numbered.
-        func write(_ node: PropertyListNode) -> Int {
-            let index = offsets.count
-            offsets.append(0)
-            var children: [Int] = []
-            switch node {
-            case .array(let items), .set(let items): children = items.map(write)
-            case .dictionary(let entries):
-                let sorted = entries.sorted { $0.key < $1.key }
-                children = sorted.map { write(.string($0.key)) } + sorted.map { write($0.value) }
-            default: break
-            }
-            offsets[index] = body.count
-            switch node {
-            case .string(let text):
-                if text.utf8.allSatisfy({ $0 < 0x80 }) {
-                    header(0x5, text.utf8.count)
-                    body += text.utf8
-                } else {
-                    header(0x6, text.utf16.count)
-                    for unit in text.utf16 { body += [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
-                }
-            case .integer(let v): body.append(0x13); body += bigEndian(UInt64(bitPattern: v), 8)
-            case .real(let v): body.append(0x23); body += bigEndian(v.bitPattern, 8)
-            case .boolean(let v): body.append(v ? 0x09 : 0x08)
-            case .date(let d): body.append(0x33); body += bigEndian(d.timeIntervalSinceReferenceDate.bitPattern, 8)
-            case .data(let d): header(0x4, d.count); body += d
-            case .uid(let v): body.append(0x81); body += bigEndian(UInt64(v), 2)
-            case .array(let items): header(0xA, items.count); for child in children { body += bigEndian(UInt64(child), 2) }
-            case .set(let items): header(0xC, items.count); for child in children { body += bigEndian(UInt64(child), 2) }
-            case .dictionary(let entries): header(0xD, entries.count); for child in children { body += bigEndian(UInt64(child), 2) }
-            }
-            return index
-        }
-        func header(_ kind: UInt8, _ count: Int) {
-            if count < 15 { body.append(kind << 4 | UInt8(count)); return }
-            body.append(kind << 4 | 0xF)
-            body.append(0x13)
-            body += bigEndian(UInt64(count), 8)
-        }
-        let top = write(top)
-        let table = body.count
-        for offset in offsets { body += bigEndian(UInt64(offset), 4) }
-        body += [0, 0, 0, 0, 0, 0, 4, 2] + bigEndian(UInt64(offsets.count), 8) + bigEndian(UInt64(top), 8) + bigEndian(UInt64(table), 8)
-        return Data(body)
-    }
-
-    package static func bigEndian(_ value: UInt64, _ size: Int) -> [UInt8] {
-        (0..<size).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+        BinaryPropertyListWriter.encode(top)
     }
 
     /// A raw DEFLATE stream of stored (uncompressed) blocks: valid input for any inflater.

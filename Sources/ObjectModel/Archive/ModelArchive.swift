@@ -45,9 +45,4 @@ public enum ModelArchive {
         RawDeflate.deflate(try ArchivedModelWriter.encode(model))
     }
 
-    /// `model` archived as a compiled model (the content of a `.mom` file).
-    /// - Throws: ``ModelError``, as ``encodeModelCache(_:)``.
-    public static func encodeModel(_ model: ManagedObjectModel) throws -> Data {
-        try ArchivedModelWriter.encode(model)
-    }
 }
