@@ -53,6 +53,17 @@ public struct AtomicStoreType: StoreType {
 
     public func recognizes(header: Data) -> Bool { header.starts(with: AtomicFormat.magic) }
 
+    /// Holds the writers' lock (`flock` on `<file>-lock`), waiting up to 5 s for a writer to close.
+    public func withWriteLock<T>(at given: URL, _ body: () throws -> T) throws -> T {
+        let url = FileOperations.resolved(given)
+        let lock = try FileLock(url: Self.lockURL(url), waiting: 5, what: url)
+        defer { lock.release() }
+        return try body()
+    }
+
+    /// `<file>-lock`: it stays in place when the store is moved aside or recreated.
+    public func writeLockFile(for url: URL) -> URL? { Self.lockURL(url) }
+
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         // The whole file is checked, not just the metadata: a store is readable or it is not.
         try Self.load(FileOperations.resolved(url)).metadata

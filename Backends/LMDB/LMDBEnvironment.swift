@@ -137,10 +137,18 @@ final class LMDBEnvironment {
 
     /// Runs `body` in a write transaction, committed if it returns. When the map
     /// is full the transaction is abandoned, the map doubled, and `body` run again.
+    /// A store whose file was moved or replaced since this environment opened it is not
+    /// written (``checkNotMoved()``).
     func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         while true {
             var txn: OpaquePointer?
             try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
+            do {
+                try checkNotMoved()
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
             let transaction = LMDBTransaction(handle: txn!, environment: self)
             let result: T
             do {
@@ -166,6 +174,27 @@ final class LMDBEnvironment {
             adopt(transaction.opened)
             countTransaction()
             return result
+        }
+    }
+
+    /// Runs `body` holding the writer lock (a write transaction that writes nothing), then aborts it.
+    func holdingWriteLock<T>(_ body: () throws -> T) throws -> T {
+        var txn: OpaquePointer?
+        try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
+        defer { mdb_txn_abort(txn) }
+        return try body()
+    }
+
+    /// Throws ``StoreError/Code/storeReplaced`` when the path this environment opened names
+    /// another file now, or none (another process moved the store aside or recreated it): a
+    /// commit would land in a file that is no longer the store.
+    func checkNotMoved() throws {
+        var fd: mdb_filehandle_t = -1
+        var opened = stat(), current = stat()
+        guard mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fstat(fd, &opened) == 0 else { return }
+        if stat(path, &current) != 0 || current.st_ino != opened.st_ino || current.st_dev != opened.st_dev {
+            throw StoreError(.storeReplaced, "not written: another process moved this store aside or replaced it after it was opened; open it again",
+                             url: URL(filePath: path))
         }
     }
 

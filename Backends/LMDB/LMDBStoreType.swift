@@ -42,6 +42,22 @@ public struct LMDBStoreType: StoreType {
         return try LMDBStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 
+    /// Holds LMDB's writer lock (a write transaction, begun once the writer holding it is
+    /// done, as every LMDB writer waits), and aborts it after `body`. Writers check, once they
+    /// hold the lock, that the file is still the store's. A damaged file, which no store opens
+    /// for writing, has no writer to exclude: `body` runs without it.
+    public func withWriteLock<T>(at given: URL, _ body: () throws -> T) throws -> T {
+        let url = FileOperations.resolved(given)
+        let environment: LMDBEnvironment
+        do {
+            (environment, _) = try Self.openExisting(url, readOnly: false)
+        } catch let error as StoreError where error.code == .corrupt {
+            return try body()
+        }
+        defer { environment.close() }
+        return try Self.mapping(url) { try environment.holdingWriteLock(body) }
+    }
+
     // MARK: Shared helpers
 
     static let magic: UInt32 = 0xBEEF_C0DE

@@ -129,9 +129,12 @@ final class SQLiteConnection {
     var cachedStatementCount: Int { cache.count }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+    /// A store whose file was moved or replaced since this connection opened it is not
+    /// written (``checkNotMoved()``).
     func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
         try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
+            try checkNotMoved()
             let result = try body()
             try execute("COMMIT")
             return result
@@ -142,6 +145,28 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Throws ``StoreError/Code/storeReplaced`` when the path this connection opened names
+    /// another file now, or none (another process moved the store aside or recreated it):
+    /// a commit would land in a file that is no longer the store (`SQLITE_FCNTL_HAS_MOVED`).
+    func checkNotMoved() throws {
+        var moved: Int32 = 0
+        let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
+        guard rc == SQLITE_OK else { throw error(rc, "cannot tell whether the store's file was moved") }
+        if moved != 0 {
+            throw StoreError(.storeReplaced, "not written: another process moved this store aside or replaced it after it was opened; open it again",
+                             url: URL(filePath: path))
+        }
+    }
+
+    /// Makes this connection leave the `-wal` and `-shm` files where they are when it closes
+    /// (`SQLITE_FCNTL_PERSIST_WAL`): a connection that holds the write lock while the store's
+    /// files are moved must not remove, by name, the logs of the store that is there by then.
+    func keepLogFilesAtClose() throws {
+        var on: Int32 = 1
+        let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on)
+        guard rc == SQLITE_OK else { throw error(rc, "cannot keep the log files at close") }
+    }
 
     /// Whether a table (or index) of that name exists.
     func exists(_ name: String) throws -> Bool {

@@ -76,6 +76,30 @@ public struct SQLiteStoreType: StoreType {
         if rows.first == 1 { throw StoreError(.io, "the checkpoint could not finish: another connection is busy", url: url) }
     }
 
+    /// Holds SQLite's write lock (`BEGIN IMMEDIATE`, waiting up to 5 s for a writer, then
+    /// ``StoreError/Code/busy``) on a connection that leaves the log files in place when it
+    /// closes. Writers check, once they hold the lock, that the file is still the store's. A
+    /// file SQLite cannot read as a database has no writer to exclude: `body` runs without it.
+    public func withWriteLock<T>(at given: URL, _ body: () throws -> T) throws -> T {
+        let url = FileOperations.resolved(given)
+        let connection: SQLiteConnection
+        do {
+            try Self.checkFile(url)
+            connection = try SQLiteConnection(path: url.path, readOnly: false, create: false)
+        } catch let error as StoreError where error.code == .corrupt {
+            return try body()
+        }
+        defer { connection.close() }
+        try connection.keepLogFilesAtClose()
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch let error as StoreError where error.code == .corrupt {
+            return try body()
+        }
+        defer { try? connection.execute("ROLLBACK") }
+        return try body()
+    }
+
     // MARK: Shared helpers
 
     /// Checks what can be checked before SQLite touches the file: the header and the length.

@@ -33,6 +33,10 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         /// The store changed while it was being migrated (another process wrote it): the
         /// migrated copy was not put in its place.
         public static let storeChanged = Code("storeChanged")
+        /// A store that could not be migrated was not moved aside or recreated: it is at a
+        /// version the model has, damaged, of another type or another model (the message says
+        /// which, and why the migration failed). Nothing was changed.
+        public static let recoveryRefused = Code("recoveryRefused")
         public var description: String { name }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ObjectModel
 import TestSupport
 
 /// `objectstore migrate`, run as a user runs it: a bundle of three Xcode model versions, a
@@ -117,41 +118,119 @@ struct MigrateCommandTests {
         #expect(try files(workspace) == before)
     }
 
-    @Test("--on-incompatible move-aside and recreate: a fresh store at the target, the old files moved into Incompatible/ or gone; exit 0")
-    func onIncompatible() throws {
+    /// A store made with a model no version of the bundle has (a development build's: Notes 2
+    /// with a `mood`), holding two notes.
+    func devStore(_ workspace: Workspace, _ ext: String, name: String = "dev") throws -> String {
+        _ = try workspace.write(Self.version(Self.stars + #"<attribute name="mood" optional="YES" attributeType="String"/>"#),
+                                        to: "Dev.xcdatamodel/contents")
+        let data = try workspace.write(#"{"Note": [{"_id": "a", "title": "hello", "mood": "sunny"}, {"_id": "b", "title": "zoë"}]}"#, to: "dev.json")
+        let store = workspace.url.appending(path: "\(name).\(ext)").path
+        #expect(try CLI.run("import", store, data, "--model", workspace.url.appending(path: "Dev.xcdatamodel").path).status == 0)
+        return store
+    }
+
+    @Test("--on-incompatible move-aside and recreate on a store of no version of the bundle: a fresh store at the target, the old files moved into Incompatible/ or gone; exit 0",
+          arguments: ["sqlite", "lmdb", "atomic"])
+    func onIncompatible(_ ext: String) throws {
         let workspace = try Workspace()
-        let (bundle, _, store) = try setUp(workspace)
-        let before = try Data(contentsOf: URL(filePath: store))
+        let (bundle, _, _) = try setUp(workspace, ext)
+        let store = try devStore(workspace, ext)
+        let before = try CLI.run("export", store).stdout
         let moved = try CLI.run("migrate", store, "--model", bundle, "--on-incompatible", "move-aside")
         #expect(moved.status == 0, "\(moved.stderr)")
         let line = try #require(moved.stdout.split(separator: "\n").first { $0.hasPrefix("moved aside: ") })
         let aside = String(line.dropFirst("moved aside: ".count))
-        #expect(aside.hasPrefix(workspace.url.appending(path: "Incompatible").path + "/notes-"))
-        #expect(try Data(contentsOf: URL(filePath: aside)) == before)
+        #expect(aside.hasPrefix(workspace.url.appending(path: "Incompatible").path + "/dev-"))
+        // The moved store reads as the store did (its text against the import's: both notes, the mood kept).
+        let old = try CLI.run("export", aside)
+        #expect(old.status == 0 && old.stdout == before && old.stdout.contains("sunny"), "\(old.stderr)")
         let fresh = try CLI.run("migrate", store, "--model", bundle)
         #expect(fresh.stdout == "already at Notes 3\n")
         #expect(try CLI.run("inspect", store).stdout.contains("Note 0"))
-        // recreate: the store at Notes 3 is not incompatible; one at Notes is (no mapping given).
-        let other = try Workspace()
-        let (_, _, again) = try setUp(other)
+        let again = try devStore(workspace, ext, name: "again")
         let recreated = try CLI.run("migrate", again, "--model", bundle, "--on-incompatible", "recreate")
         #expect(recreated.status == 0 && recreated.stdout.hasPrefix("recreated "), "\(recreated.stderr)")
         #expect(try CLI.run("inspect", again).stdout.contains("Note 0"))
+        #expect(try CLI.run("migrate", again, "--model", bundle).stdout == "already at Notes 3\n")
     }
 
-    @Test("a mapping file with a mistake is refused by the dry run already, naming the file, the step and the key path; --json with --on-incompatible is one document; a damaged store can be moved aside")
+    /// Every file under the workspace (folders walked) with its bytes, but SQLite's shared-memory
+    /// index and LMDB's lock file, which every reader writes by design and which hold no data.
+    func allFiles(_ workspace: Workspace) throws -> [String: Data] {
+        func isFolder(_ path: String) -> Bool {
+            var folder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
+        }
+        var files: [String: Data] = [:]
+        let root = workspace.url.path
+        for case let path as String in FileManager.default.enumerator(atPath: root)! where !path.hasSuffix("-shm") && !path.hasSuffix(".lmdb-lock") {
+            let full = root + "/" + path
+            if !isFolder(full) { files[path] = try Data(contentsOf: URL(filePath: full)) }
+        }
+        return files
+    }
+
+    @Test("--on-incompatible refuses, every file unchanged: a wrong --type, --to an older version, another model, one .xcdatamodel of the bundle, a version the bundle has, a damaged store",
+          arguments: ["sqlite", "lmdb", "atomic"])
+    func refusals(_ ext: String) throws {
+        let workspace = try Workspace()
+        let (bundle, _, store) = try setUp(workspace, ext)
+        _ = try workspace.write(#"<?xml version="1.0"?><model type="com.apple.IDECoreDataModeler.DataModel"><entity name="Invoice"><attribute name="total" attributeType="Double"/></entity></model>"#,
+                                        to: "Invoices.xcdatamodeld/Invoices.xcdatamodel/contents")
+        _ = try workspace.write(#"<?xml version="1.0"?><model type="com.apple.IDECoreDataModeler.DataModel"><entity name="Invoice"><attribute name="total" attributeType="Float"/></entity></model>"#,
+                                to: "Invoices.xcdatamodeld/Invoices 2.xcdatamodel/contents")
+        let invoices = workspace.url.appending(path: "Invoices.xcdatamodeld").path
+        // A store at Notes 2 (migrated there) for --to an older version.
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--to", "Notes 2").status == 0)
+        // A store at Notes 2 whose recorded hash of Note has one bit flipped (in every copy the file
+        // holds: LMDB keeps earlier pages too): no version matches, and it is damaged.
+        let flipped = workspace.url.appending(path: "flipped.\(ext)").path
+        #expect(try CLI.run("convert", store, flipped).status == 0)
+        let hash = try #require(try ModelLoader.loadModel(at: URL(filePath: bundle), version: "Notes 2").versionHashes["Note"])
+        var bytes = try Data(contentsOf: URL(filePath: flipped))
+        var copies = 0
+        while let at = bytes.firstRange(of: hash) {
+            bytes[at.lowerBound + 5] ^= 0x10
+            copies += 1
+        }
+        #expect(copies > 0)
+        try bytes.write(to: URL(filePath: flipped))
+        let wrongType = ext == "sqlite" ? "lmdb" : "sqlite"
+        let before = try allFiles(workspace)
+        for policy in ["recreate", "move-aside"] {
+            let cases: [([String], String)] = [
+                ([store, "--type", wrongType, "--model", bundle], "its content says it is a store of type"),
+                ([store, "--model", bundle, "--to", "Notes"], "at version Notes 2 of the model"),
+                ([store, "--model", invoices], "shares no entity with the model"),
+                ([store, "--model", bundle + "/Notes.xcdatamodel"], "has one version"),
+                ([store, "--model", bundle], "at version Notes 2 of the model"),   // Notes 2 -> Notes 3 has no mapping
+                ([flipped, "--model", bundle], "damaged"),
+            ]
+            for (arguments, reason) in cases {
+                let result = try CLI.run(["migrate"] + arguments + ["--on-incompatible", policy])
+                #expect(result.status != 0 && !result.signaled && result.stdout.isEmpty, "\(arguments) \(policy): \(result.stdout)")
+                #expect(result.stderr.contains(reason), "\(arguments) \(policy): \(result.stderr)")
+            }
+        }
+        #expect(try allFiles(workspace) == before)
+        #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: "Incompatible").path))
+    }
+
+    @Test("a mapping file with a mistake is refused by the dry run already, naming the file, the step and the key path; --json with --on-incompatible is one document; a damaged store is left as it is")
     func mistakes() throws {
         let workspace = try Workspace()
         let (bundle, _, store) = try setUp(workspace)
         let typo = try workspace.write(Self.mapping.replacingOccurrences(of: "$source.body", with: "$source.bdoy"), to: "typo.json")
         let dry = try CLI.run("migrate", store, "--model", bundle, "--mapping", typo, "--dry-run")
         #expect(dry.status == 1 && dry.stderr.contains(typo) && dry.stderr.contains("Notes 2 -> Notes 3") && dry.stderr.contains("bdoy"), "\(dry.stderr)")
-        let json = try CLI.run("migrate", store, "--model", bundle, "--on-incompatible", "recreate", "--json")
+        let dev = try devStore(workspace, "sqlite")
+        let json = try CLI.run("migrate", dev, "--model", bundle, "--on-incompatible", "recreate", "--json")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(document["status"] as? String == "recreated" && document["to"] as? String == "Notes 3")
-        let junk = try workspace.write("SQLite format 3\u{0}" + String(repeating: "x", count: 200), to: "junk.sqlite")
+        let junkText = "SQLite format 3\u{0}" + String(repeating: "x", count: 200)
+        let junk = try workspace.write(junkText, to: "junk.sqlite")
         let moved = try CLI.run("migrate", junk, "--model", bundle, "--on-incompatible", "move-aside")
-        #expect(moved.status == 0 && moved.stdout.hasPrefix("moved aside: "), "\(moved.stderr)")
-        #expect(try CLI.run("inspect", junk).stdout.contains("Note 0"))
+        #expect(moved.status == 1 && moved.stderr.contains("damaged") && moved.stdout.isEmpty, "\(moved.stderr)")
+        #expect(try Data(contentsOf: URL(filePath: junk)) == Data(junkText.utf8))
     }
 }

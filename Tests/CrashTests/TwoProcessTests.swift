@@ -91,4 +91,62 @@ struct TwoProcessTests {
         }
         #expect(finish(writer).status == 0)
     }
+
+    /// Two versions of the books model, neither of them the one the store was made with (each
+    /// adds an attribute): the store is of no version of this bundle, so `--on-incompatible` acts.
+    static func bundle(_ workspace: Harness) throws -> String {
+        for (name, extra) in [("Books", "isbn"), ("Books 2", "subtitle")] {
+            try FileManager.default.createDirectory(at: workspace.url.appending(path: "Books.xcdatamodeld/\(name).xcdatamodel"),
+                                                    withIntermediateDirectories: true)
+            _ = try workspace.write("""
+                <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+                <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                    <entity name="Shelf"><attribute name="name" optional="YES" attributeType="String"/>
+                        <relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="shelf" inverseEntity="Book"/></entity>
+                    <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/><attribute name="\(extra)" optional="YES" attributeType="String"/>
+                        <relationship name="shelf" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Shelf" inverseName="books" inverseEntity="Shelf"/></entity>
+                </model>
+                """, to: "Books.xcdatamodeld/\(name).xcdatamodel/contents")
+        }
+        return workspace.path("Books.xcdatamodeld")
+    }
+
+    /// Rounds of the move-aside race per backend (`OBJECTSTORE_RACES`, default 2).
+    static let races = ProcessInfo.processInfo.environment["OBJECTSTORE_RACES"].flatMap(Int.init) ?? 2
+
+    @Test("move-aside while an import runs: the import's books are in the moved-aside store or in the new one, or the import fails saying why; never lost with exit 0",
+          arguments: durable)
+    func moveAsideDuringImport(_ type: String) throws {
+        let workspace = try Harness()
+        let model = try workspace.write(Self.model, to: "model.json")
+        let bundle = try Self.bundle(workspace)
+        let big = try workspace.write(Self.document("a-", 20_000), to: "a.json")
+        let base = try workspace.write(Self.document("base-", 10), to: "base.json")
+        for round in 0..<Self.races {
+            let store = workspace.path("race\(round).\(type)")
+            #expect(try CLI.run("import", store, base, "--model", model).status == 0)
+            let importing = try Self.start(["import", store, big])
+            // From the start of the import to well into it, round by round.
+            usleep(UInt32(50_000 + 400_000 * round / max(1, Self.races - 1)))
+            let moved = try CLI.run("migrate", store, "--model", bundle, "--on-incompatible", "move-aside")
+            let imported = Self.finish(importing)
+            #expect(!moved.signaled && !imported.signaled)
+            #expect(moved.status == 0 || moved.stderr.contains("busy"), "round \(round): \(moved.stderr)")
+            #expect(imported.status == 0 || imported.stderr.contains("moved this store aside") || imported.stderr.contains("another model"),
+                    "round \(round): \(imported.stderr)")
+            // Where the import's books are: the store at the path, or the one moved aside.
+            let aside = moved.stdout.split(separator: "\n").first { $0.hasPrefix("moved aside: ") }.map { String($0.dropFirst("moved aside: ".count)) }
+            var found = 0
+            for place in [store] + (aside.map { [$0] } ?? []) {
+                let counts = try CLI.run("inspect", place).stdout
+                if counts.contains("  Book \(10 + 20_000)\n") || counts.contains("  Book 20000\n") { found += 1 }
+                #expect(try CLI.run("validate", place).status == 0, "round \(round): \(place)")
+            }
+            if imported.status == 0 {
+                #expect(found == 1, "round \(round): the import said it wrote 20,000 books, and \(found) stores hold them")
+            } else {
+                #expect(found == 0, "round \(round): the import failed, and \(found) stores hold its books")
+            }
+        }
+    }
 }

@@ -19,7 +19,8 @@ enum History {
                 Entity("Note") {
                     Attribute("title", .string, optional: false)
                     Attribute("body", .string)
-                    if version != "v1" { Attribute("priority", version == "v2b" ? .string : .integer16) }
+                    // "dev": a version no bundle has (a development build's model).
+                    if version != "v1" { Attribute("priority", version == "v2b" ? .string : version == "dev" ? .double : .integer16) }
                     if version == "v3" || version == "v4" { Attribute("label", .string, optional: false) }
                     Relationship("folder", to: "Folder", inverse: "notes")
                 }
@@ -343,14 +344,14 @@ struct PersistentContainerTests {
         #expect(Set(notes.map { $0["label"] }) == [.string("FIRST"), .string("ZOË'S"), .string("LOOSE")])
     }
 
-    @Test("an incompatible store: fail leaves it untouched; move-aside moves its whole file set and says where; recreate starts anew")
+    @Test("a store of no version: fail leaves it untouched; move-aside moves its whole file set (the log too) and says where; recreate starts anew")
     func recovery() throws {
         for policy in PersistentContainer.IncompatibleStorePolicy.allCases {
             let workspace = try Workspace()
             let url = workspace.location("notes", "sqlite")
-            try makeStore("sqlite", at: url, model: History.model("v1"), json: History.document("v1"))
+            try makeStore("sqlite", at: url, model: History.model("dev"), json: History.document("dev"))
             // Leave a WAL beside it: the move must carry what it holds.
-            let writer = try Backends.type("sqlite").open(at: url, model: History.model("v1"), options: StoreOptions())
+            let writer = try Backends.type("sqlite").open(at: url, model: History.model("dev"), options: StoreOptions())
             var changes = ChangeSet()
             changes.inserted = [ObjectRecord(key: ObjectKey("Folder", try writer.allocatePrimaryKeys(entity: "Folder", count: 1).lowerBound),
                                              attributes: ["name": .string("in the log")])]
@@ -358,19 +359,18 @@ struct PersistentContainerTests {
             // SQLite's shared-memory index is written by every reader by design; it holds no data.
             func files() throws -> [String: Data] { try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } }
             let before = try files()
-            // No mapping for v2 → v3: the store cannot reach v4.
-            let container = container(url, policy, mappings: [])
+            let container = container(url, policy)
             switch policy {
             case .fail:
                 let error = try #require(throws: MigrationError.self) { try container.load() }
-                #expect(error.code == .noMapping)
+                #expect(error.code == .unknownVersion)
                 #expect(try files() == before)
             case .moveAside:
                 let loaded = try container.load()
                 let aside = try #require(loaded.movedAside)
                 #expect(aside.deletingLastPathComponent().lastPathComponent == "Incompatible")
                 #expect(try loaded.viewContext.fetch(FetchRequest(entity: "Note")).isEmpty)
-                let old = try Backends.type("sqlite").open(at: aside, model: History.model("v1"), options: StoreOptions(readOnly: true))
+                let old = try Backends.type("sqlite").open(at: aside, model: History.model("dev"), options: StoreOptions(readOnly: true))
                 #expect(try old.fetch(FetchRequest(entity: "Note")).count == 3)
                 #expect(try old.fetch(FetchRequest(entity: "Folder")).contains { $0.attributes["name"] == .string("in the log") })
                 try old.close()
@@ -379,8 +379,37 @@ struct PersistentContainerTests {
                 #expect(loaded.movedAside == nil)
                 #expect(try loaded.viewContext.fetch(FetchRequest(entity: "Note")).isEmpty)
             }
+            // The writer that had the store open before it was moved or replaced does not write into the old files.
+            if policy != .fail {
+                let late = try #require(throws: StoreError.self) { try writer.save(changes) }
+                #expect(late.code == .storeReplaced, "\(late)")
+            }
             try writer.close()
         }
+    }
+
+    @Test("move-aside and recreate refuse, untouched: a store at a version the model has (no mapping for a step), of another type, of another model")
+    func refusals() throws {
+        let workspace = try Workspace()
+        // At v1, with no mapping for v2 -> v3: a version the model has.
+        let known = workspace.location("known", "sqlite")
+        try makeStore("sqlite", at: known, model: History.model("v1"), json: History.document("v1"))
+        // An atomic store where the container expects SQLite.
+        let atomic = workspace.location("other-type", "sqlite")
+        try makeStore("atomic", at: atomic, model: History.model("dev"), json: History.document("dev"))
+        // A store of another model (no entity in common).
+        let foreign = workspace.location("foreign", "sqlite")
+        let otherModel = try ManagedObjectModel { Entity("Invoice") { Attribute("total", .double) } }
+        try makeStore("sqlite", at: foreign, model: otherModel, json: #"{"Invoice": [{"_id": "i", "total": 3.5}]}"#)
+        let before = try workspace.snapshot()
+        for policy in [PersistentContainer.IncompatibleStorePolicy.moveAside, .recreate] {
+            for (url, reason) in [(known, "at version v1"), (atomic, "type atomic, not sqlite"), (foreign, "shares no entity")] {
+                let error = try #require(throws: MigrationError.self) { try container(url, policy, mappings: []).load() }
+                #expect(error.code == .recoveryRefused && error.message.contains(reason), "\(error)")
+            }
+        }
+        #expect(try workspace.snapshot() == before)
+        #expect(!FileManager.default.fileExists(atPath: workspace.folder.appending(path: "Incompatible").path))
     }
 
     @Test("a container that does not migrate automatically refuses an older store and leaves it as it was")
@@ -624,14 +653,15 @@ struct MigratorRefusalTests {
         #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-shm") } == before)
     }
 
-    @Test("a container moves a damaged store aside and starts a fresh one")
-    func damagedStoreMovedAside() throws {
+    @Test("a container moves a damaged store aside and starts a fresh one, with recreate too: a damaged store is never deleted",
+          arguments: [PersistentContainer.IncompatibleStorePolicy.moveAside, .recreate])
+    func damagedStoreMovedAside(_ policy: PersistentContainer.IncompatibleStorePolicy) throws {
         let workspace = try Workspace()
         let url = workspace.location("notes", "sqlite")
         let junk = Data("SQLite format 3\u{0}".utf8) + Data(repeating: 0x78, count: 200)
         try junk.write(to: url)
         let container = PersistentContainer(name: "Notes", versions: History.versions, storeURL: url, storeType: Backends.type("sqlite"),
-                                            options: .init(onIncompatibleStore: .moveAside), registry: Backends.registry)
+                                            options: .init(onIncompatibleStore: policy), registry: Backends.registry)
         let loaded = try container.load()
         let aside = try #require(loaded.movedAside)
         #expect(try Data(contentsOf: aside) == junk)

@@ -15,13 +15,19 @@ import ObjectStore
 /// ```
 public final class PersistentContainer: Sendable {
     /// What to do with a store that cannot be opened or migrated to the current version.
+    ///
+    /// Either policy acts only on a store of the container's type that is damaged, or readable
+    /// and written with none of the model's versions (``IncompatibleStore``); a store at a version
+    /// the model has, of another type or of another model is refused with the reason
+    /// (``MigrationError/Code/recoveryRefused``), untouched.
     public enum IncompatibleStorePolicy: String, Sendable, CaseIterable {
         /// A typed error; the store is untouched (the default).
         case fail
         /// The whole file set moves into an `Incompatible` folder beside the store under a
         /// timestamped name, and a fresh store is created; ``LoadedContainer/movedAside`` says where.
         case moveAside = "move-aside"
-        /// The store is destroyed and created anew (for caches).
+        /// The store is destroyed and created anew (for caches). A damaged store is moved aside
+        /// instead, never deleted.
         case recreate
     }
 
@@ -85,11 +91,14 @@ public final class PersistentContainer: Sendable {
         if storeType.storeExists(at: storeURL) {
             do {
                 migration = try migrate()
-            } catch let error where Self.isIncompatibility(error) {
-                switch options.onIncompatibleStore {
-                case .fail: throw error
-                case .moveAside: movedAside = try storeType.moveAside(at: storeURL)
-                case .recreate: try storeType.destroy(at: storeURL)
+            } catch let error where Self.isIncompatibility(error) && options.onIncompatibleStore != .fail {
+                // Only a store of the container's type, readable and of no version of the model, is
+                // set aside or recreated (``IncompatibleStore``); a damaged one is moved aside, never deleted.
+                let assessment = try IncompatibleStore.assess(at: storeURL, type: storeType, versions: versions, failure: error, registry: registry)
+                if options.onIncompatibleStore == .recreate && assessment == .unknownVersion {
+                    try storeType.recreate(at: storeURL, model: versions.current)
+                } else {
+                    movedAside = try storeType.moveAside(at: storeURL, fresh: versions.current)
                 }
             }
         }

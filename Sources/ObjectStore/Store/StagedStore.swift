@@ -20,7 +20,7 @@ import Foundation
 /// ```
 public final class StagedStore: Sendable {
     /// The verbs of staged stores: what a sweep recognizes as a leftover.
-    public static let verbs: Set<String> = ["converting", "importing", "migrating"]
+    public static let verbs: Set<String> = ["converting", "importing", "migrating", "recreating"]
     /// Where the staged store lives.
     public let url: URL
     private let lock: FileLock

@@ -54,6 +54,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let unknownStoreType = Code("unknownStoreType")
         /// No store of the coordinator holds the entity or object.
         public static let noStore = Code("noStore")
+        /// The store's files were moved aside or replaced (by another process) after this one
+        /// opened them: nothing was written; open the store again.
+        public static let storeReplaced = Code("storeReplaced")
+        /// The store type does not offer the operation.
+        public static let unsupported = Code("unsupported")
 
         public var description: String { name }
     }

@@ -46,6 +46,22 @@ public protocol StoreType: Sendable {
     func replace(at destination: URL, with source: URL) throws
     /// Folds any write-ahead log into the main file (no-op where there is none).
     func checkpoint(at url: URL) throws
+    /// Runs `body` while holding the write lock of the closed store at `url`, the lock every
+    /// writer of the store takes: no writer, in this process or another, commits while `body`
+    /// runs (a writer that holds the lock is waited for, like writers wait for each other, or
+    /// the call fails with ``StoreError/Code/busy``). What ``moveAside(at:fresh:)`` and
+    /// ``recreate(at:model:)`` move files under. A writer that opened the store before `body`
+    /// moved or replaced its files refuses to commit afterwards
+    /// (``StoreError/Code/storeReplaced``): it would write into files that are no longer the store.
+    ///
+    /// The default refuses (``StoreError/Code/unsupported``): a type that cannot exclude its
+    /// writers cannot have its files moved safely.
+    func withWriteLock<T>(at url: URL, _ body: () throws -> T) throws -> T
+    /// The file of the set that writers lock for as long as they write (`flock`), if the type
+    /// has one: it stays in place when the store's files move aside or are recreated under
+    /// the lock, so that a writer waiting on it finds the store that is there when it gets it.
+    /// Nil by default.
+    func writeLockFile(for url: URL) -> URL?
 }
 
 extension StoreType {
@@ -116,6 +132,12 @@ extension StoreType {
     }
 
     public func checkpoint(at url: URL) throws {}
+
+    public func withWriteLock<T>(at url: URL, _ body: () throws -> T) throws -> T {
+        throw StoreError(.unsupported, "a \(name) store cannot be locked against its writers, so its files are not moved", url: url)
+    }
+
+    public func writeLockFile(for url: URL) -> URL? { nil }
 }
 
 /// The store types this process knows, by name.

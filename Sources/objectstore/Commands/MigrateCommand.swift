@@ -36,7 +36,8 @@ struct MigrateCommand: ParsableCommand {
     @Flag(name: .long, help: "Print the plan and the store's object counts; change nothing.") var dryRun = false
     @Flag(name: .long, help: "Print one JSON document instead of text.") var json = false
     @Option(name: .customLong("on-incompatible"), help: ArgumentHelp(
-        "When the store matches no version or a step has no mapping: fail (the default; nothing touched), move-aside (its files into Incompatible/ beside it, a fresh empty store created) or recreate (destroyed, created empty).",
+        "When the store matches no version of the bundle: fail (the default; nothing touched), move-aside (its files into Incompatible/ beside it, a fresh empty store created) or recreate (destroyed, created empty).",
+        discussion: "Only a readable store of the type its content says, sharing entities with the bundle and matching none of its versions, is moved aside or recreated, under the store's write lock. A store at a version the bundle has, a damaged store, a wrong --type or another model's store is refused with the reason and left as it is.",
         valueName: "policy"))
     var onIncompatible: PersistentContainer.IncompatibleStorePolicy = .fail
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
@@ -83,19 +84,27 @@ struct MigrateCommand: ParsableCommand {
             // Objects are counted for the reports that show them (counting reads every row on SQLite).
             plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
         } catch let error as MigrationError where Self.cannotReachTarget(error) && onIncompatible != .fail && !dryRun {
-            // A fresh, empty store at the target takes the place of one that cannot get there.
+            // A fresh, empty store at the target takes the place of one that cannot get there: only
+            // a readable store of its type and of no version of the bundle (IncompatibleStore).
+            let assessment = try IncompatibleStore.assess(at: url, type: type, versions: versions, failure: error, registry: StoreLocator.registry)
+            if case .damaged(let why) = assessment {
+                throw CLIError("\(store): left as it is: it is damaged (\(why)); migrate never moves aside or recreates a damaged store: "
+                               + "check it with objectstore validate --deep, and move it away yourself if you want a new one")
+            }
+            guard versions.versions.count > 1 else {
+                throw CLIError("\(store): left as it is: \(model) has one version, so a store of another version of it cannot be told from "
+                               + "another model's store; give the bundle (.xcdatamodeld or .momd) with every version (\(error.message))")
+            }
             let version = target ?? versions.currentName
-            let model = try versions.model(named: version)
+            let fresh = try versions.model(named: version)
             var report: [String: Any] = ["store": store, "to": version, "reason": error.message]
             if onIncompatible == .moveAside {
-                let aside = try type.moveAside(at: url)
-                try type.open(at: url, model: model, options: StoreOptions()).close()
+                let aside = try type.moveAside(at: url, fresh: fresh)
                 report["status"] = "moved-aside"
                 report["movedTo"] = aside.path
                 if !json { output("moved aside: \(aside.path)") }
             } else {
-                try type.destroy(at: url)
-                try type.open(at: url, model: model, options: StoreOptions()).close()
+                try type.recreate(at: url, model: fresh)
                 report["status"] = "recreated"
                 if !json { output("recreated \(store) at \(version)") }
             }
@@ -149,7 +158,8 @@ struct MigrateCommand: ParsableCommand {
     }
 
     /// Whether `error` says the store cannot reach the target at all: it matches no version, a step
-    /// has no mapping, or it is damaged (not a mistake in a mapping file, nor a moment's trouble).
+    /// has no mapping, or it is damaged (not a mistake in a mapping file, nor a moment's trouble);
+    /// whether something may be done about it is ``IncompatibleStore``'s to say.
     static func cannotReachTarget(_ error: MigrationError) -> Bool {
         [.unknownVersion, .noMapping].contains(error.code)
             || (error.code == .store && (error.cause as? StoreError).map { [.corrupt, .unsupportedFormat].contains($0.code) } == true)

@@ -36,15 +36,10 @@ struct ModelSelection: ParsableArguments {
     /// it has neither.
     static func storeModel(at path: String, type: any StoreType, metadata: StoreMetadata) throws -> ManagedObjectModel? {
         do {
-            if let embedded = try metadata.embeddedModel() { return embedded }
+            return try type.ownModel(at: try StoreLocator.url(path), metadata: metadata)
         } catch let error as ModelError {
-            throw CLIError("\(path): the embedded model is unreadable: \(error.problems.joined(separator: "; "))")
-        }
-        guard let carrying = type as? any CarriedModelReading else { return nil }
-        do {
-            return try carrying.carriedModel(at: try StoreLocator.url(path))
-        } catch let error as ModelError {
-            throw CLIError("\(path): the model the store carries (Z_MODELCACHE) cannot be read: \(error.problems.joined(separator: "; "))")
+            let which = metadata[StoreMetadata.Key.embeddedModel] != nil ? "the embedded model is unreadable" : "the model the store carries (Z_MODELCACHE) cannot be read"
+            throw CLIError("\(path): \(which): \(error.problems.joined(separator: "; "))")
         }
     }
 
@@ -107,6 +102,10 @@ enum StoreLocator {
         if let explicit {
             guard let type = fileTypes.first(where: { $0.name == explicit }) else {
                 throw ValidationError("unknown store type \(explicit) (use \(fileTypes.map(\.name).joined(separator: ", ")))")
+            }
+            // A store whose content says another type is a usage mistake, never read or written as this one.
+            if let found = registry.detectType(at: URL(filePath: path)), found.name != type.name {
+                throw ValidationError("\(path): its content says it is a store of type \(found.name), not \(explicit) (leave out --type, or give --type \(found.name))")
             }
             return type
         }
