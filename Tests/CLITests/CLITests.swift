@@ -121,6 +121,11 @@ struct CLITests {
         ("empty.json", "", "empty"),
         ("bad.json", "{\n  \"format\": ,\n}", ":2:"),
         ("text.txt", "hello", "neither a Core Data model"),
+        // Counts of 2^31 and more: a typed problem, never a trap in the hasher.
+        ("count.xcdatamodel/contents", "<model><entity name=\"A\"><relationship name=\"b\" toMany=\"YES\" maxCount=\"2147483648\" destinationEntity=\"A\"/></entity></model>",
+         "above 2147483647"),
+        ("count.json", #"{"format": "objectstore-model", "formatVersion": 1, "entities": [{"name": "A", "relationships": [{"name": "b", "destination": "A", "toMany": true, "minCount": 4294967296}]}]}"#,
+         "above 2147483647"),
     ])
     func badModels(_ path: String, _ content: String, _ fragment: String) throws {
         let workspace = try Workspace()

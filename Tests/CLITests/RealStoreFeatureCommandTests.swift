@@ -59,4 +59,38 @@ struct RealStoreFeatureCommandTests {
         #expect(try CLI.run("destroy", back).status == 0)
         #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: ".back_SUPPORT").path))
     }
+
+    /// A binary keyed archive whose `$objects` are `objects` (XML, after `$null`), root #1.
+    static func hostileArchive(_ objects: String) throws -> String {
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>
+            <key>$archiver</key><string>NSKeyedArchiver</string><key>$version</key><integer>100000</integer>
+            <key>$top</key><dict><key>root</key><dict><key>CF$UID</key><integer>1</integer></dict></dict>
+            <key>$objects</key><array><string>$null</string>\(objects)</array></dict></plist>
+            """
+        let plist = try PropertyListSerialization.propertyList(from: Data(xml.utf8), format: nil)
+        return try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).base64EncodedString()
+    }
+
+    @Test("export --decode-transformables of hostile archives (an array holding itself, a 10,000-deep chain, a 25-level doubled graph): exit 1 naming the object, never a signal")
+    func hostileArchives() throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(Self.model, to: "Books.xcdatamodel/contents")
+        func uid(_ n: Int) -> String { "<dict><key>CF$UID</key><integer>\(n)</integer></dict>" }
+        let archives = [
+            ("self", try Self.hostileArchive("<array>\(uid(1))</array>"), "cycle"),
+            ("chain", try Self.hostileArchive((1...10_000).map { "<array>\(uid($0 + 1))</array>" }.joined() + "<string>x</string>"), "deeper"),
+            ("doubled", try Self.hostileArchive((1...25).map { "<array>\(uid($0 + 1))\(uid($0 + 1))</array>" }.joined() + "<string>x</string>"), "expands"),
+        ]
+        for (name, archive, reason) in archives {
+            let data = try workspace.write(#"{"Book": [{"_id": "b", "title": "\#(name)", "fileURL": "\#(archive)"}]}"#, to: "\(name).json")
+            let store = workspace.url.appending(path: "\(name).sqlite").path
+            #expect(try CLI.run("import", store, data, "--model", model).status == 0)
+            let exported = try CLI.run("export", store, "--decode-transformables")
+            #expect(!exported.signaled && exported.status == 1, "\(name): \(exported.status)")
+            #expect(exported.stderr.contains("Book/1.fileURL") && exported.stderr.contains(reason), "\(name): \(exported.stderr)")
+            // Without decoding, the bytes as they are.
+            #expect(try CLI.run("export", store).stdout.contains(archive))
+        }
+    }
 }

@@ -62,6 +62,18 @@ struct ModelCheckTests {
         }
     }
 
+    @Test("a relationship count of 2^31 or more is a problem, never a trap in the hasher", arguments: [Int(Int32.max) + 1, 1 << 40, Int.max])
+    func hugeCounts(_ count: Int) throws {
+        for (min, max) in [(0, count), (count, 0)] {
+            let error = try #require(throws: ModelError.self) {
+                try ManagedObjectModel(entities: [Entity("A", relationships: [Relationship("b", to: "A", toMany: true, minCount: min, maxCount: max)])])
+            }
+            #expect(error.problems == ["A.b: a minimum or maximum count above 2147483647 (Core Data keeps counts in 32 bits)"], "\(error.problems)")
+        }
+        let largest = try ManagedObjectModel(entities: [Entity("A", relationships: [Relationship("b", to: "A", toMany: true, maxCount: Int(Int32.max))])])
+        #expect(largest.versionHashes["A"]?.count == 32)
+    }
+
     @Test("configurations must name existing entities; an empty model is refused")
     func configurationsAndEmpty() {
         #expect(throws: ModelError.self) {

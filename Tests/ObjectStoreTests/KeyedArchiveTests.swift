@@ -71,19 +71,49 @@ struct KeyedArchiveTests {
 
     static func uid(_ n: Int) -> String { "<dict><key>CF$UID</key><integer>\(n)</integer></dict>" }
 
-    @Test("other classes by name, with their keys; an object inside itself is a reference")
+    @Test("other classes by name, with their keys; an object inside itself is an error naming the cycle")
     func otherClasses() throws {
-        let data = try archive("""
-            <dict><key>$class</key>\(Self.uid(2))<key>name</key>\(Self.uid(3))<key>alpha</key><real>0.25</real><key>parent</key>\(Self.uid(1))<key>none</key>\(Self.uid(0))</dict>
+        let color = """
             <dict><key>$classname</key><string>UIColor</string><key>$classes</key><array><string>UIColor</string><string>NSObject</string></array></dict>
             <string>red</string>
+            """
+        let data = try archive("""
+            <dict><key>$class</key>\(Self.uid(2))<key>name</key>\(Self.uid(3))<key>alpha</key><real>0.25</real><key>none</key>\(Self.uid(0))</dict>
+            \(color)
             """)
         let json = try parsed(KeyedArchive.json(data)) as? [String: Any]
         #expect(json?["$class"] as? String == "UIColor")
         #expect(json?["name"] as? String == "red")
         #expect(json?["alpha"] as? Double == 0.25)
-        #expect((json?["parent"] as? [String: Any])?["$ref"] as? Int == 1)
         #expect(json?["none"] is NSNull)
+        let cyclic = try archive("<dict><key>$class</key>\(Self.uid(2))<key>parent</key>\(Self.uid(1))</dict>\(color)")
+        let error = try #require(throws: StoreError.self) { try KeyedArchive.json(cyclic) }
+        #expect(error.code == .corrupt && error.message.contains("#1 -> #1") && error.message.contains("cycle"), "\(error.message)")
+    }
+
+    @Test("hostile archives are errors, never a crash, a stack overflow or gigabytes: an array holding itself, a 10,000-deep chain, a 25-level doubled graph, one string shared a million times",
+          arguments: ["self", "chain", "doubled", "shared"])
+    func hostile(_ kind: String) throws {
+        let data: Data
+        let expected: String
+        switch kind {
+        case "self":
+            data = try archive("<array>\(Self.uid(1))</array>")
+            expected = "cycle"
+        case "chain":
+            data = try archive((1...10_000).map { "<array>\(Self.uid($0 + 1))</array>" }.joined() + "<string>end</string>")
+            expected = "deeper than 256"
+        case "doubled":
+            data = try archive((1...25).map { "<array>\(Self.uid($0 + 1))\(Self.uid($0 + 1))</array>" }.joined() + "<string>leaf</string>")
+            expected = "expands to more than"
+        default:
+            let string = "<string>\(String(repeating: "long text ", count: 1_000))</string>"
+            data = try archive("<array>" + String(repeating: Self.uid(2), count: 20_000) + "</array>" + string)
+            expected = "16 times its size"
+        }
+        #expect(data.count < 300_000)
+        let error = try #require(throws: StoreError.self) { try KeyedArchive.json(data) }
+        #expect(error.code == .corrupt && error.message.contains(expected), "\(kind): \(error.message)")
     }
 
     @Test("damaged archives are typed errors saying what is wrong", arguments: [

@@ -48,8 +48,9 @@ enum VersionHasher {
         if let inverse = r.inverse, !selfInverse {
             bytes.append(Data(inverse.utf8))
         }
-        append(&bytes, Int32(r.maxCount))
-        append(&bytes, Int32(r.minCount))
+        // 32 bits, as Core Data hashes them (ModelChecker refuses larger counts; never a trap here).
+        append(&bytes, Int32(truncatingIfNeeded: r.maxCount))
+        append(&bytes, Int32(truncatingIfNeeded: r.minCount))
         if r.isOrdered { append(&bytes, UInt16(1)) }
         return sha256(bytes)
     }

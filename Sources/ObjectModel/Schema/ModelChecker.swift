@@ -80,6 +80,9 @@ enum ModelChecker {
                 }
                 if relationship.minCount < 0 || relationship.maxCount < 0 {
                     problems.append("\(place): negative minimum or maximum count")
+                } else if relationship.minCount > Int(Int32.max) || relationship.maxCount > Int(Int32.max) {
+                    // Core Data keeps counts in 32 bits, and hashes them so.
+                    problems.append("\(place): a minimum or maximum count above \(Int32.max) (Core Data keeps counts in 32 bits)")
                 } else if relationship.maxCount > 0 && relationship.minCount > relationship.maxCount {
                     problems.append("\(place): minimum count \(relationship.minCount) exceeds maximum \(relationship.maxCount)")
                 }
