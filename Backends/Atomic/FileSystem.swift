@@ -30,8 +30,9 @@ public struct FileSystemError: Error, Sendable, CustomStringConvertible {
 /// Every file-system call the atomic writer makes, one function each, so
 /// tests can inject failures (`EIO`, `ENOSPC`) at any step.
 public protocol AtomicFileSystem: Sendable {
-    /// Creates a new file for writing with these permission bits (failing if it exists); returns its descriptor.
-    func createFile(_ path: String, mode: UInt32) throws -> Int32
+    /// Creates a new file for writing (failing if it exists) and returns its descriptor: with
+    /// exactly these permission bits, or with nil, `0666` less the process's umask, as any new file.
+    func createFile(_ path: String, mode: UInt32?) throws -> Int32
     /// Writes all of `bytes` to `fd`.
     func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws
     /// Flushes `fd` to stable storage.
@@ -51,11 +52,11 @@ public struct SystemFileSystem: AtomicFileSystem {
     /// Creates the real file system.
     public init() {}
 
-    public func createFile(_ path: String, mode: UInt32) throws -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode))
+    public func createFile(_ path: String, mode: UInt32?) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode ?? 0o666))
         guard fd >= 0 else { throw FileSystemError(call: "open", path: path, errno: errno) }
-        // The creation mode passes through the umask: give the file exactly the mode asked for.
-        _ = fchmod(fd, mode_t(mode))
+        // The creation mode passes through the umask: a file replacing another gets exactly its mode.
+        if let mode { _ = fchmod(fd, mode_t(mode)) }
         return fd
     }
 
@@ -97,12 +98,13 @@ public struct SystemFileSystem: AtomicFileSystem {
 
 extension AtomicFileSystem {
     /// Replaces the file at `path` with `parts`, one after another: write a temporary file beside it (with
-    /// the old file's permission bits and, where the process may, its owner), fsync it,
+    /// the old file's permission bits and, where the process may, its owner; a new file's follow
+    /// the umask), fsync it,
     /// rename it over `path`, fsync the directory. A failure at any step leaves the old
     /// file as it was and removes the temporary file.
     func replaceAtomically(_ path: String, temporary: String, with parts: [ArraySlice<UInt8>]) throws {
         let kept = FileOperations.attributes(URL(filePath: path))
-        let fd = try createFile(temporary, mode: kept?.mode ?? 0o644)
+        let fd = try createFile(temporary, mode: kept?.mode)
         if let kept { try? FileOperations.apply(kept, to: URL(filePath: temporary)) }
         do {
             for part in parts { try part.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }

@@ -32,16 +32,24 @@ struct PostgreSQLLocation: Sendable, Hashable {
             return
         }
         var kept: [Substring] = []
-        var schema = "public"
+        var schemas: [String] = []
         for item in text[text.index(after: mark)...].split(separator: "&") {
             if item.hasPrefix("schema=") {
-                schema = String(item.dropFirst(7)).removingPercentEncoding ?? String(item.dropFirst(7))
+                schemas.append(String(item.dropFirst(7)).removingPercentEncoding ?? String(item.dropFirst(7)))
             } else {
                 kept.append(item)
             }
         }
+        guard schemas.count <= 1 else {
+            throw StoreError(.invalidInput, "the URL names schema= \(schemas.count) times (\(schemas.joined(separator: ", "))): name one", url: url)
+        }
+        let schema = schemas.first ?? "public"
         guard !schema.isEmpty, schema.utf8.count <= 63 else {
-            throw StoreError(.notFound, "the schema name must be 1 to 63 bytes", url: url)
+            throw StoreError(.invalidInput, "the schema name must be 1 to 63 bytes", url: url)
+        }
+        // PostgreSQL's own: its catalogs, and every name starting with pg_, which it reserves.
+        guard schema != "information_schema", !schema.hasPrefix("pg_") else {
+            throw StoreError(.invalidInput, "schema=\(schema) is reserved by PostgreSQL for its own catalogs: name a schema of your own", url: url)
         }
         self.schema = schema
         conninfo = String(text[..<mark]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))

@@ -90,3 +90,25 @@ func output(_ text: String) {
 func printError(_ text: String) {
     try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
 }
+
+/// The bytes of the file at `path`, read to its end: a regular file, or a pipe, a FIFO or a
+/// terminal (`/dev/stdin`, `<(…)`), which have no size to read up to; `-` is standard input.
+/// - Throws: ``CLIError`` naming the file and saying why it cannot be read.
+func readInput(_ path: String) throws -> Data {
+    let fd = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw CLIError("\(path): cannot be read (\(String(cString: strerror(errno))))") }
+    defer { close(fd) }
+    var info = stat()
+    if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { throw CLIError("\(path): cannot be read (it is a folder)") }
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count == 0 { return data }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw CLIError("\(path): cannot be read (\(String(cString: strerror(errno))))")
+        }
+        data.append(contentsOf: buffer[..<count])
+    }
+}

@@ -128,7 +128,7 @@ struct AtomicFileTests {
         private func check(_ call: String, _ path: String) throws {
             if armed.load(ordering: .relaxed) && call == failing { throw FileSystemError(call: call, path: path, errno: code) }
         }
-        func createFile(_ path: String, mode: UInt32) throws -> Int32 { try check("open", path); return try real.createFile(path, mode: mode) }
+        func createFile(_ path: String, mode: UInt32?) throws -> Int32 { try check("open", path); return try real.createFile(path, mode: mode) }
         func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
             if armed.load(ordering: .relaxed) && failing == "write-half" {
                 try real.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)), path: path)

@@ -146,6 +146,56 @@ struct DataCommandTests {
         #expect(counts.values.allSatisfy { $0 == 0 })
     }
 
+    @Test("a --where that does not apply is refused before anything is written: stdout empty, an --output file not made, exit 1",
+          arguments: ["nmae == 'Ada'", "title == 'x'", "name.first == 'A'", "name MATCHES '('", "pages.@count > 1", "friends.nme == 'x'"])
+    func whereRefusedFirst(_ predicate: String) throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(everythingModel, to: "model.json")
+        let store = workspace.url.appending(path: "s.sqlite").path
+        #expect(try CLI.run("import", store, try workspace.write(everythingData, to: "data.json"), "--model", model).status == 0)
+        let result = try CLI.run("export", store, "--entity", "Person", "--where", predicate)
+        #expect(result.status == 1 && result.stdout.isEmpty, "\(predicate): \(result.stdout)")
+        #expect(result.stderr.hasPrefix("objectstore: ") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        let file = workspace.url.appending(path: "out.json").path
+        #expect(try CLI.run("export", store, "--entity", "Person", "--where", predicate, "--output", file).status == 1)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        // A predicate that applies to one entity only, over all of them: refused too, naming the entity.
+        let every = try CLI.run("export", store, "--where", "name == 'Ada'")
+        #expect(every.status == 1 && every.stdout.isEmpty && every.stderr.contains("Book: name: unknown key name"), "\(every.stderr)")
+        // One that applies: Bøb (a friend of Ada's) and Ada (two mentees), not cy.
+        let fine = try CLI.run("export", store, "--entity", "Person", "--where", "friends.name == 'Ada' OR mentees.@count >= 2")
+        #expect(fine.status == 0 && fine.stdout.contains("\"name\": \"Ada\"") && fine.stdout.contains("Bøb") && !fine.stdout.contains("\"name\": \"\""),
+                "\(fine.stderr)")
+    }
+
+    @Test("import reads its document from a pipe: - and /dev/stdin; the store holds what the text says")
+    func importFromPipe() throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(everythingModel, to: "model.json")
+        for (index, name) in ["-", "/dev/stdin"].enumerated() {
+            let store = workspace.url.appending(path: "piped\(index).sqlite").path
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["import", store, name, "--model", model]
+            let input = Pipe(), out = Pipe()
+            process.standardInput = input
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try input.fileHandleForWriting.write(contentsOf: Data(everythingData.utf8))
+            try input.fileHandleForWriting.close()
+            let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(name)")
+            #expect(printed == "Book 3\nFilm 1\nList 2\nPerson 3\n", "\(name): \(printed)")
+            // Against the document itself: Ada's name and her exact 64-bit number, as sqlite3 holds them.
+            let raw = try RawDatabase(URL(filePath: store))
+            defer { raw.close() }
+            let rows = try raw.strings("SELECT ZNAME, ZI64 FROM ZPERSON WHERE ZNAME = 'Ada'")
+            #expect(rows.count == 1 && rows.first?.last == "9223372036854775807", "\(rows)")
+        }
+    }
+
     @Test("create, inspect, checkpoint, destroy; the type from --type, content or extension")
     func lifecycle() throws {
         let workspace = try Workspace()

@@ -93,6 +93,47 @@ struct FileSafetyTests {
         #expect((try FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
     }
 
+    @Test("convert --force onto a folder or a file that is no store is refused at once, before any object is converted; the file kept", arguments: CLI.backends)
+    func forceOntoNonStore(_ type: String) throws {
+        let workspace = try Workspace()
+        let store = try library(workspace)
+        let folder = workspace.url.appending(path: "folder.\(type)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let text = try workspace.write("my notes", to: "notes.\(type)")
+        for destination in [folder.path, text] {
+            let result = try CLI.run("convert", store, destination, "--force")
+            #expect(result.status == 1 && result.stderr.contains("--force replaces only a store"), "\(result.stderr)")
+            // Refused before converting: no progress line, no staged store left.
+            #expect(!result.stderr.contains("create objects"), "\(result.stderr)")
+        }
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) == [])
+        #expect(try String(contentsOfFile: text, encoding: .utf8) == "my notes")
+        #expect(files(workspace).allSatisfy { !$0.contains(".converting-") })
+    }
+
+    @Test("new stores and exports follow the umask (077: owner only), as any new file", arguments: CLI.backends)
+    func umask(_ type: String) throws {
+        let workspace = try Workspace()
+        let store = try library(workspace)
+        let tool = CLI.binary.path
+        let script = """
+            umask 077 && "\(tool)" convert "\(store)" converted.\(type) && "\(tool)" create created.\(type) --model model.json \
+              && "\(tool)" import imported.\(type) data.json --model model.json && "\(tool)" export imported.\(type) --output export.json
+            """
+        let shell = Process()
+        shell.executableURL = URL(filePath: "/bin/sh")
+        shell.arguments = ["-c", script]
+        shell.currentDirectoryURL = workspace.url
+        shell.standardOutput = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+        for name in ["converted.\(type)", "created.\(type)", "imported.\(type)", "export.json"] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: workspace.url.appending(path: name).path)[.posixPermissions] as? NSNumber)?.intValue
+            #expect(mode.map { $0 & 0o077 } == 0, "\(name): mode \(String(mode ?? -1, radix: 8))")
+        }
+    }
+
     @Test("what a killed convert or import left beside a destination is removed by the next run, which says so")
     func leftovers() throws {
         let workspace = try Workspace()

@@ -35,6 +35,24 @@ struct PostgreSQLCommandTests {
         #expect(try CLI.run("inspect", pg).status == 0)
     }
 
+    @Test("reserved and twice-given schema names are refused before anything is written, on the server as everywhere",
+          arguments: ["schema=information_schema", "schema=pg_catalog", "schema=pg_mine", "schema=a&schema=b"])
+    func reservedSchemas(_ schema: String) throws {
+        let workspace = try Workspace()
+        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
+        let store = workspace.url.appending(path: "lib.sqlite").path
+        #expect(try CLI.run("import", store, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        let base = try PostgreSQLTestServer.location().absoluteString
+        let url = String(base[..<base.range(of: "schema=")!.lowerBound]) + schema
+        for command in [["convert", store, url], ["create", url, "--model", model], ["import", url, Self.examples.appending(path: "library.json").path, "--model", model]] {
+            let result = try CLI.run(command)
+            #expect(result.status == 1 && (result.stderr.contains("reserved by PostgreSQL") || result.stderr.contains("2 times")), "\(command): \(result.stderr)")
+        }
+        // Nothing was made in PostgreSQL's own schemas.
+        let leaked = try PostgreSQLTestServer.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'objectstore_%' AND schemaname IN ('information_schema', 'pg_catalog')")
+        #expect(leaked.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(leaked)")
+    }
+
     @Test("convert SQLite into PostgreSQL and back: every export equals the SQLite store's, byte for byte; inspect shows UUID, version and the server's counts")
     func convertBothWays() throws {
         let workspace = try Workspace()

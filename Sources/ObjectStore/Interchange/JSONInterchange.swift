@@ -41,6 +41,10 @@ public enum JSONInterchange {
             guard let entity = model.entity(named: only) else { throw StoreError(.invalidFetch, "no entity named \(only)") }
             names = names.filter { entity.kindNames.contains($0) }
         }
+        // A predicate that does not apply is refused before the first byte is written.
+        if let predicate = options.predicate {
+            for name in names { try PredicateEvaluator.check(predicate, on: model.entity(named: name)!, in: model) }
+        }
         try write("{")
         var firstEntity = true
         for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {

@@ -281,7 +281,7 @@ public enum PredicateEvaluator {
         return pi == p.count
     }
 
-    private static func matches(_ s: String, pattern: String, _ options: Comparison.Options) throws -> Bool {
+    static func matches(_ s: String, pattern: String, _ options: Comparison.Options) throws -> Bool {
         let subject = options.contains(.diacriticInsensitive) ? fold(s, .diacriticInsensitive) : s
         do {
             return try WholeMatch.matches(subject, pattern: pattern, caseInsensitive: options.contains(.caseInsensitive))

@@ -73,9 +73,7 @@ struct MigrateCommand: ParsableCommand {
             if XcodeMappingModel.isMappingModel(at: URL(filePath: file)) {
                 return StepMapping(name: file, mapping: try XcodeMappingModel.load(at: URL(filePath: file)))
             }
-            let data: Data
-            do { data = try Data(contentsOf: URL(filePath: file)) } catch { throw CLIError("\(file): cannot read it (\(error.localizedDescription))") }
-            return StepMapping(name: file, mapping: try MappingFormat.decode(data, file: file))
+            return StepMapping(name: file, mapping: try MappingFormat.decode(try readInput(file), file: file))
         }
         let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [])
         let url = URL(filePath: store)

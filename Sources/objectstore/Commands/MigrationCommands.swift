@@ -86,9 +86,21 @@ struct ConvertCommand: ParsableCommand {
            try server.identity(at: sourceURL) == server.identity(at: destinationURL) {
             throw CLIError("\(destination): the destination is the source")
         }
-        let existing = onServer ? (toType.storeExists(at: destinationURL) ? toType : nil) : try? StoreLocator.type(for: destinationURL.path, explicit: nil)
+        var existing: (any StoreType)?
         if toType.storeExists(at: destinationURL) || (!onServer && FileManager.default.fileExists(atPath: destinationURL.path)) {
             guard force else { throw CLIError("\(destination): already exists (use --force to replace it)") }
+            if onServer {
+                existing = toType
+            } else {
+                // --force replaces a store, nothing else: a folder, a device or a file of no store type
+                // is refused before anything is converted.
+                do {
+                    existing = try StoreLocator.type(for: destinationURL.path, explicit: nil)
+                } catch {
+                    let why = (error as? StoreError)?.message ?? "its content is no store type's"
+                    throw CLIError("\(destination): not replaced: --force replaces only a store, and this is not one (\(why))")
+                }
+            }
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
         // Into a staged store beside the destination (a file beside it, or a schema of its own in

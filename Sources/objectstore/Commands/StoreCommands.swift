@@ -34,7 +34,7 @@ struct ImportCommand: ParsableCommand {
         commandName: "import", abstract: "Import a JSON document into a store, in one save (creating the store with --model).")
 
     @Argument(help: "The store.") var store: String
-    @Argument(help: "The JSON document (see docs/json-format.md).") var data: String
+    @Argument(help: "The JSON document (see docs/json-format.md); - or /dev/stdin reads standard input.") var data: String
     @OptionGroup var modelSelection: ModelSelection
     @OptionGroup var typeOption: StoreTypeOption
 
@@ -42,8 +42,7 @@ struct ImportCommand: ParsableCommand {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         let onServer = StoreLocator.isServerURL(store)
         let url = onServer ? try StoreLocator.url(store) : FileOperations.resolved(URL(filePath: store))
-        let bytes: Data
-        do { bytes = try Data(contentsOf: URL(filePath: data)) } catch { throw CLIError("\(data): cannot be read") }
+        let bytes = try readInput(data)
         if type.storeExists(at: url) {
             // What a run killed after its store was moved into place left.
             if !onServer { StagedStore.sweepAndSay(beside: url) }
