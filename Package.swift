@@ -38,7 +38,10 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite"], path: "Backends/SQLite"),
+        .target(
+            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Backends/SQLite"
+        ),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB"], path: "Backends/LMDB"),
         // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.

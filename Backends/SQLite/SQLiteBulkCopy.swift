@@ -91,8 +91,24 @@ extension SQLiteStore: BulkCopying {
                 """)
             // The files the copied rows name come along (linked where the file system allows).
             let names = try SQLiteExternalData.referencedNames(connection, columns: SQLiteExternalData.columns(schema, model))
-            try external.adopt(names, from: sourceExternal, files: writer.files, url: url)
+            try external.adopt(names, from: sourceExternal, sourceDatabase: Self.attached, connection: connection, files: writer.files,
+                               url: sourceURL) { name in (try? referrer(of: name, connection)) ?? "a value of the source store" }
             return counts
         }
+    }
+
+    /// The object and property (`Book/3.scan`) whose copied value names the external data file `name`.
+    private func referrer(of name: String, _ connection: SQLiteConnection) throws -> String? {
+        for entity in model.entityDescriptions where !entity.isAbstract {
+            guard let mapping = schema.entities[entity.name] else { continue }
+            for attribute in entity.storedAttributes where attribute.allowsExternalBinaryDataStorage {
+                guard let column = mapping.attributes[attribute.name] else { continue }
+                let sql = "SELECT Z_PK FROM main.\(quote(mapping.table)) WHERE Z_ENT = ?1 AND substr(\(quote(column)), 1, 1) = x'02' AND instr(\(quote(column)), ?2) > 0"
+                if let key = try connection.statement(sql).rows([.integer(Int64(mapping.number)), .blob(Data(name.utf8))], { $0.int64(0) }).first {
+                    return "\(entity.name)/\(key).\(attribute.name)"
+                }
+            }
+        }
+        return nil
     }
 }

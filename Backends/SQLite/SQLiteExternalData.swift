@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ObjectModel
 import ObjectStore
@@ -23,6 +24,10 @@ struct SQLiteExternalData: Sendable {
     static let fileTag: UInt8 = 0x02
     /// Values of more than this many bytes (128 KiB) are written to a file.
     static let threshold = 128 * 1024
+    /// The table where this library keeps each external data file's length and SHA-256, written
+    /// in the transaction that writes the reference (a table of its own, not Core Data's `Z`
+    /// namespace). A read checks the file against them.
+    static let digestTable = "OBJECTSTORE_EXTERNAL_DATA"
     /// The metadata key of a store this library wrote with the tags. A store with an embedded
     /// ObjectStore model and without this key was written before the tags were: its flagged
     /// columns hold the bytes as they are.
@@ -75,17 +80,80 @@ struct SQLiteExternalData: Sendable {
         }
     }
 
-    /// The bytes of a flagged column's value.
-    /// - Throws: ``StoreError`` (corrupt) for a value with neither tag, or naming a file that is not there.
-    func read(_ blob: Data, at place: @autoclosure () -> String, url: URL?) throws -> Data {
+    /// The bytes of a flagged column's value; a file's bytes are checked against the length and
+    /// digest recorded with its reference (``digestTable``), where there are some (a store Core
+    /// Data wrote has none).
+    /// - Throws: ``StoreError`` (corrupt) for a value with neither tag, naming a file that is not
+    ///   there, is a symbolic link or no regular file, or whose bytes are not the ones written.
+    func read(_ blob: Data, at place: @autoclosure () -> String, url: URL?, connection: SQLiteConnection, database: String = "main") throws -> Data {
         guard isTagged else { return blob }
         guard let name = try Self.fileName(blob, at: place, url: url) else { return Data(blob.dropFirst()) }
+        let bytes = try readFile(name, at: place(), url: url)
+        guard let (length, digest) = try Self.recorded(name, connection, database: database) else { return bytes }
+        guard bytes.count == length, Data(SHA256.hash(data: bytes)) == digest else {
+            let what = bytes.count == length ? "its SHA-256 differs" : "it holds \(bytes.count) bytes"
+            throw StoreError(.corrupt, "\(place()) names the external data file \(name), which is not the file written (\(length) bytes; \(what)): "
+                             + "it was changed, truncated or swapped in \(folder.path)", url: url)
+        }
+        return bytes
+    }
+
+    /// The bytes of the file `name` of the folder, never through a symbolic link.
+    private func readFile(_ name: String, at place: @autoclosure () -> String, url: URL?) throws -> Data {
         let file = folder.appending(path: name)
-        do {
-            return try Data(contentsOf: file)
-        } catch {
-            let missing = !FileManager.default.fileExists(atPath: file.path)
-            throw StoreError(.corrupt, "\(place()) names the external data file \(name), which \(missing ? "is missing from" : "cannot be read in") \(folder.path)", url: url, cause: error)
+        let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            let why = switch code {
+            case ENOENT: "which is missing from \(folder.path)"
+            case ELOOP: "which is a symbolic link in \(folder.path) (never followed: the store's values are its own files)"
+            default: "which cannot be read in \(folder.path) (\(String(cString: strerror(code))))"
+            }
+            throw StoreError(.corrupt, "\(place()) names the external data file \(name), \(why)", url: url)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError(.corrupt, "\(place()) names the external data file \(name), which is not a regular file in \(folder.path)", url: url)
+        }
+        var bytes = Data(count: Int(info.st_size))
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw StoreError(.corrupt, "\(place()) names the external data file \(name), which cannot be read in \(folder.path)", url: url)
+            }
+            offset += n
+        }
+        return bytes
+    }
+
+    /// The length and SHA-256 recorded for the file `name`, or nil when none is (a store Core
+    /// Data wrote, or one written before the table was).
+    static func recorded(_ name: String, _ connection: SQLiteConnection, database: String = "main") throws -> (Int, Data)? {
+        guard try connection.statement("SELECT 1 FROM \(database).sqlite_master WHERE type = 'table' AND name = ?1").rows([.text(digestTable)], { _ in 1 }).count == 1 else {
+            return nil
+        }
+        let rows = try connection.statement("SELECT length, sha256 FROM \(database).\(digestTable) WHERE name = ?1").rows([.text(name)]) { ($0.column(0), $0.column(1)) }
+        guard let (lengthValue, digestValue) = rows.first else { return nil }
+        guard case .integer(let length) = lengthValue, case .blob(let digest) = digestValue, digest.count == 32 else {
+            throw StoreError(.corrupt, "\(digestTable) holds no length and SHA-256 for \(name)", url: URL(filePath: connection.path))
+        }
+        return (Int(length), digest)
+    }
+
+    /// Records the files a save wrote (their lengths and digests) and forgets the ones it made
+    /// obsolete, in the save's transaction.
+    static func record(_ ledger: ExternalFileLedger, _ connection: SQLiteConnection) throws {
+        guard !ledger.digests.isEmpty || !ledger.obsolete.isEmpty else { return }
+        try connection.execute("CREATE TABLE IF NOT EXISTS \(digestTable) (name TEXT PRIMARY KEY, length INTEGER NOT NULL, sha256 BLOB NOT NULL)")
+        for (name, length, digest) in ledger.digests {
+            try connection.statement("INSERT OR REPLACE INTO \(digestTable) (name, length, sha256) VALUES (?1, ?2, ?3)")
+                .run([.text(name), .integer(Int64(length)), .blob(digest)])
+        }
+        for file in ledger.obsolete {
+            try connection.statement("DELETE FROM \(digestTable) WHERE name = ?1").run([.text(file.lastPathComponent)])
         }
     }
 
@@ -148,18 +216,30 @@ struct SQLiteExternalData: Sendable {
             for name in present where !named.contains(name) && !FileOperations.isFolder(folder.appending(path: name)) {
                 try? FileManager.default.removeItem(at: folder.appending(path: name))
             }
+            // The lengths and digests of files no row names any more.
+            if try connection.exists(Self.digestTable) {
+                for name in try connection.statement("SELECT name FROM \(Self.digestTable)").rows([], { $0.column(0) }) {
+                    if case .text(let text) = name, !named.contains(text) {
+                        try connection.statement("DELETE FROM \(Self.digestTable) WHERE name = ?1").run([.text(text)])
+                    }
+                }
+            }
         }
     }
 
     /// Copies into this store's folder the files of `source`'s folder that `names` lists
-    /// (a hard link where the file system allows, a copy otherwise), durable before return.
-    func adopt(_ names: Set<String>, from source: SQLiteExternalData, files: ExternalFileLedger, url: URL?) throws {
+    /// (a hard link where the file system allows, a copy otherwise), durable before return; each
+    /// is first read and checked as a read checks it (the source's recorded length and digest, in
+    /// `sourceDatabase` of `connection`), and its length and digest are recorded here.
+    /// - Parameter place: the object and property whose value names a file, for errors.
+    func adopt(_ names: Set<String>, from source: SQLiteExternalData, sourceDatabase: String, connection: SQLiteConnection,
+               files: ExternalFileLedger, url: URL?, place: (String) -> String) throws {
         for name in names.sorted() {
             let from = source.folder.appending(path: name), to = folder.appending(path: name)
+            let bytes = try source.read(Data([Self.fileTag]) + Data(name.utf8), at: place(name), url: source.folder.deletingLastPathComponent(),
+                                        connection: connection, database: sourceDatabase)
+            files.noteDigest(name, of: bytes)
             guard !FileManager.default.fileExists(atPath: to.path) else { continue }
-            guard FileManager.default.fileExists(atPath: from.path) else {
-                throw StoreError(.corrupt, "the source store names the external data file \(name), which is missing from \(source.folder.path)", url: url)
-            }
             try files.copy(from, to: to, url: url)
         }
     }
@@ -170,10 +250,18 @@ struct SQLiteExternalData: Sendable {
 final class ExternalFileLedger {
     private(set) var written: [URL] = []
     private(set) var obsolete: [URL] = []
+    /// The name, length and SHA-256 of every file the save wrote or adopted.
+    private(set) var digests: [(name: String, length: Int, sha256: Data)] = []
     private var folders: Set<URL> = []
+
+    /// Notes the length and digest of the file `name` holding `bytes`, to record with the save.
+    func noteDigest(_ name: String, of bytes: Data) {
+        digests.append((name, bytes.count, Data(SHA256.hash(data: bytes))))
+    }
 
     /// Writes `data` to the new file `url`, synced to disk.
     func write(_ data: Data, to file: URL, url: URL?) throws {
+        noteDigest(file.lastPathComponent, of: data)
         try makeFolder(file.deletingLastPathComponent(), url: url)
         let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("create", file, url) }
@@ -197,7 +285,9 @@ final class ExternalFileLedger {
             written.append(file)
             return
         }
+        let digests = self.digests
         try write(try Data(contentsOf: source), to: file, url: url)
+        self.digests = digests
     }
 
     /// Notes a file a committed save no longer names.
@@ -219,6 +309,7 @@ final class ExternalFileLedger {
         defer {
             written = []
             obsolete = []
+            digests = []
         }
         return obsolete
     }
@@ -228,6 +319,7 @@ final class ExternalFileLedger {
         for file in written { try? FileManager.default.removeItem(at: file) }
         written = []
         obsolete = []
+        digests = []
     }
 
     private func makeFolder(_ folder: URL, url: URL?) throws {

@@ -143,7 +143,7 @@ final class SQLiteReader {
     private func value(_ sql: SQLValue, as type: AttributeType, external: Bool, at place: @autoclosure () -> String) throws -> Value? {
         let value = try SQLiteValues.value(sql, as: type, at: place(), in: connection.path)
         guard external, case .data(let blob)? = value else { return value }
-        return .data(try self.external.read(blob, at: place(), url: URL(filePath: connection.path)))
+        return .data(try self.external.read(blob, at: place(), url: URL(filePath: connection.path), connection: connection))
     }
 
     /// Decodes the current row of a `SELECT <select list> FROM <table> t`.

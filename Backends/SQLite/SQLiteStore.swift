@@ -221,6 +221,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking {
             do {
                 let result = try reader.connection.transaction(immediate: immediate) {
                     let result = try body(SQLiteWriter(reader: reader, storeID: identifier, files: files))
+                    try SQLiteExternalData.record(files, reader.connection)
                     try files.flush(url: url)
                     return result
                 }

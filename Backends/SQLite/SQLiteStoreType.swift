@@ -60,7 +60,7 @@ public struct SQLiteStoreType: StoreType {
             (row.column(0), row.column(1))
         }
         var columns: [String: [String]] = [:]
-        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()) {
+        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE", SQLiteExternalData.digestTable].contains(table.uppercased()) {
             columns[table, default: []].append(column)
         }
         try external.removeOrphans(connection, columns: columns)

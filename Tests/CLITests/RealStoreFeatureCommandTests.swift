@@ -93,4 +93,53 @@ struct RealStoreFeatureCommandTests {
             #expect(try CLI.run("export", store).stdout.contains(archive))
         }
     }
+
+    @Test("damaged external data files (truncated, emptied, a byte changed, two swapped, a link in the folder, a link to an identical file outside) are errors naming the object and property, in export, convert and validate --deep",
+          arguments: ["truncated", "emptied", "changed", "swapped", "link inside", "link outside"])
+    func damagedExternalFiles(_ damage: String) throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(Self.model, to: "Books.xcdatamodel/contents")
+        let first = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }), second = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let data = try workspace.write("""
+            {"Book": [{"_id": "b1", "title": "One", "scan": "\(first.base64EncodedString())"}, {"_id": "b2", "title": "Two", "scan": "\(second.base64EncodedString())"}]}
+            """, to: "books.json")
+        let store = workspace.url.appending(path: "books.sqlite").path
+        #expect(try CLI.run("import", store, data, "--model", model).status == 0)
+        let folder = workspace.url.appending(path: ".books_SUPPORT/_EXTERNAL_DATA")
+        // Which file holds which book's bytes: the files' own contents, the oracle.
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let one = try #require(names.first { (try? Data(contentsOf: folder.appending(path: $0))) == first })
+        let two = try #require(names.first { (try? Data(contentsOf: folder.appending(path: $0))) == second })
+        let file = folder.appending(path: one)
+        switch damage {
+        case "truncated": try first.prefix(1_000).write(to: file)
+        case "emptied": try Data().write(to: file)
+        case "changed":
+            var bytes = first
+            bytes[70_000] ^= 0x01
+            try bytes.write(to: file)
+        case "swapped":
+            let spare = folder.appending(path: "spare")
+            try FileManager.default.moveItem(at: file, to: spare)
+            try FileManager.default.moveItem(at: folder.appending(path: two), to: file)
+            try FileManager.default.moveItem(at: spare, to: folder.appending(path: two))
+        case "link inside":
+            try FileManager.default.removeItem(at: file)
+            try FileManager.default.createSymbolicLink(atPath: file.path, withDestinationPath: two)
+        default:
+            let outside = workspace.url.appending(path: "outside.bin")
+            try first.write(to: outside)
+            try FileManager.default.removeItem(at: file)
+            try FileManager.default.createSymbolicLink(atPath: file.path, withDestinationPath: outside.path)
+        }
+        for command in [["export", store], ["convert", store, workspace.url.appending(path: "copy.lmdb").path],
+                        ["convert", store, workspace.url.appending(path: "copy.sqlite").path], ["validate", store, "--deep"]] {
+            let result = try CLI.run(command)
+            #expect(result.status == 1 && !result.signaled, "\(damage) \(command[0]): \(result.status)")
+            #expect(result.stderr.contains(".scan") && result.stderr.contains("external data file"), "\(damage) \(command): \(result.stderr)")
+            #expect(!result.stdout.contains(first.base64EncodedString()) && !result.stdout.contains(second.base64EncodedString()))
+        }
+        #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: "copy.lmdb").path))
+        #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: "copy.sqlite").path))
+    }
 }
