@@ -219,4 +219,10 @@ final class PGConnection {
 
     /// A double-quoted identifier.
     static func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    /// A string constant, for the statements that take no parameters (`COMMENT ON`): the escape
+    /// form `E'…'` with quotes and backslashes doubled, whatever `standard_conforming_strings` says.
+    static func literal(_ text: String) -> String {
+        "E'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'"
+    }
 }

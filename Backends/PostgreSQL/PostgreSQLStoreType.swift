@@ -129,6 +129,8 @@ public struct PostgreSQLStoreType: StoreType {
 
     /// A location for a store staged beside the one at `url`: the same database, a schema of its
     /// own (`<schema>_<verb>_<id>`), to be moved over it with ``replace(at:with:)`` once complete.
+    /// Prefer ``PostgreSQLStagedStore``, which also marks the schema as staging and holds it, so that
+    /// what a killed run leaves is swept.
     /// - Throws: ``StoreError/Code/notFound`` for a URL that names no PostgreSQL store.
     public static func stagingURL(beside url: URL, verb: String) throws -> URL {
         let location = try PostgreSQLLocation(url)
@@ -251,5 +253,91 @@ public struct PostgreSQLStoreType: StoreType {
             try connection.query("INSERT INTO \(table) (key, value) VALUES ($1, $2)",
                                  [.text(key), .bytes(try PropertyListValue.binaryPropertyList([key: value]))])
         }
+    }
+}
+
+/// A store being filled in a schema of its own beside a server store's (`<schema>_<verb>_<id>`),
+/// moved over it only when complete: the server's counterpart of `StagedStore`.
+///
+/// The schema is made at once and marked as staging for its destination (a comment on the
+/// schema: `objectstore staging for <schema>`), and a connection holds a session advisory lock
+/// on it for as long as the staging lives: a run that is killed loses its connection, and with
+/// it the lock, so the next run beside the same destination finds the schema unheld and drops it
+/// (``sweep(beside:)``), as file stores sweep their staged files.
+///
+/// ```swift
+/// _ = PostgreSQLStagedStore.sweep(beside: url)
+/// let staged = try PostgreSQLStagedStore(beside: url, verb: "converting")
+/// do {
+///     try fill(staged.url)
+///     try PostgreSQLStoreType().install(at: url, with: staged.url, replacing: false)
+///     staged.finish()
+/// } catch {
+///     staged.discard()
+///     throw error
+/// }
+/// ```
+public final class PostgreSQLStagedStore {
+    /// Where the staged store is: the destination's URL with the staging schema.
+    public let url: URL
+    private let connection: PGConnection
+    private let location: PostgreSQLLocation
+
+    /// Makes the staging schema beside the store at `destination`, marks it and holds it.
+    /// - Throws: ``StoreError`` when the server cannot be reached or the schema cannot be made.
+    public init(beside destination: URL, verb: String) throws {
+        url = try PostgreSQLStoreType.stagingURL(beside: destination, verb: verb)
+        location = try PostgreSQLLocation(url)
+        let target = try PostgreSQLLocation(destination)
+        connection = try PostgreSQLStoreType.connect(location)
+        do {
+            try PostgreSQLStoreType.mapping(location) {
+                try connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(Self.lockKey(location.schema))])
+                try connection.execute("CREATE SCHEMA \(location.quotedSchema)")
+                try connection.execute("COMMENT ON SCHEMA \(location.quotedSchema) IS \(PGConnection.literal(Self.mark(target.schema)))")
+            }
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    /// The comment that marks a staging schema for the store in `schema`.
+    static func mark(_ schema: String) -> String { "objectstore staging for \(schema)" }
+
+    /// The advisory lock a live staging holds on its schema.
+    static func lockKey(_ schema: String) -> String { "objectstore staging " + schema }
+
+    /// Ends the staging after the store was moved into place (its schema is gone with the move).
+    public func finish() {
+        connection.close()
+    }
+
+    /// Drops the staged store and its schema, and ends the staging.
+    public func discard() {
+        try? PostgreSQLStoreType.mapping(location) {
+            try PostgreSQLStoreType.dropRelations(connection, location)
+            try connection.execute("DROP SCHEMA IF EXISTS \(location.quotedSchema) CASCADE")
+        }
+        connection.close()
+    }
+
+    /// Drops the staging schemas that killed runs left beside the store at `destination` (marked
+    /// for it, and held by no live run) and returns their names, to tell the user. A server that
+    /// cannot be reached has nothing swept.
+    public static func sweep(beside destination: URL) -> [String] {
+        guard let target = try? PostgreSQLLocation(destination), let connection = try? PostgreSQLStoreType.connect(target) else { return [] }
+        defer { connection.close() }
+        guard let rows = try? connection.query("SELECT nspname FROM pg_namespace WHERE obj_description(oid, 'pg_namespace') = $1 ORDER BY nspname",
+                                               [.text(mark(target.schema))]) else { return [] }
+        var removed: [String] = []
+        for index in 0..<rows.count {
+            guard let schema = rows.text(index, 0) else { continue }
+            let key = lockKey(schema)
+            guard (try? connection.query("SELECT pg_try_advisory_lock(hashtext($1))", [.text(key)]).text(0, 0)) == "t" else { continue }
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext($1))", [.text(key)]) }
+            if (try? connection.execute("DROP SCHEMA IF EXISTS \(PGConnection.quote(schema)) CASCADE")) != nil { removed.append(schema) }
+        }
+        return removed
     }
 }

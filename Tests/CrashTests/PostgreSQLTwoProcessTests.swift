@@ -48,4 +48,38 @@ struct PostgreSQLTwoProcessTests {
         try TwoProcessTests.exportWhileImporting(store, workspace, base: 1_000, more: 4_000)
         _ = try CLI.run("destroy", store)
     }
+
+    /// The staging schemas on the test server beside the store in `schema`, by their mark.
+    static func stagingSchemas(_ schema: String) throws -> [String] {
+        try PostgreSQLTestServer.psql("SELECT nspname FROM pg_namespace WHERE obj_description(oid, 'pg_namespace') = 'objectstore staging for \(schema)' ORDER BY 1")
+            .split(separator: "\n").map(String.init)
+    }
+
+    @Test("a convert or import into PostgreSQL killed at any moment leaves a staging schema that the next run sweeps and names; the store is absent or complete",
+          arguments: ["convert", "import"])
+    func killedStagingSwept(_ command: String) throws {
+        let workspace = try Harness()
+        let (model, data, _) = try CrashHarnessTests.writeData(in: workspace)
+        let source = workspace.path("source.sqlite")
+        #expect(try CLI.run("import", source, data, "--model", model).status == 0)
+        let store = try PostgreSQLTestServer.location().absoluteString
+        let schema = String(store[store.range(of: "schema=")!.upperBound...])
+        defer { _ = try? CLI.run("destroy", store) }
+        let arguments = command == "convert" ? ["convert", source, store] : ["import", store, data, "--model", model]
+        let whole = try CrashHarnessTests.duration(arguments) { _ = try CLI.run("destroy", store) }
+        for point in 1...CrashHarnessTests.kills {
+            _ = try CLI.run("destroy", store)
+            let (killed, _) = try CrashHarnessTests.run(arguments, killingAfter: whole * Double(point) / Double(CrashHarnessTests.kills + 1))
+            let left = try Self.stagingSchemas(schema)
+            // Absent, or complete with every book.
+            let inspect = try CLI.run("inspect", store)
+            #expect(inspect.status != 0 || inspect.stdout.contains("  Book \(CrashHarnessTests.size)\n"), "kill \(point): \(inspect.stdout)")
+            _ = try CLI.run("destroy", store)
+            let next = try CLI.run(arguments)
+            #expect(next.status == 0, "kill \(point): \(next.stderr)")
+            for name in left { #expect(next.stderr.contains("removed the schema \(name), left by an interrupted run"), "kill \(point): \(next.stderr)") }
+            #expect(try Self.stagingSchemas(schema).isEmpty, "kill \(point) (killed: \(killed)): staging schemas left after the next run")
+            #expect(try CLI.run("inspect", store).stdout.contains("  Book \(CrashHarnessTests.size)\n"))
+        }
+    }
 }

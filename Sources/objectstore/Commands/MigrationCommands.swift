@@ -106,10 +106,14 @@ struct ConvertCommand: ParsableCommand {
         // Into a staged store beside the destination (a file beside it, or a schema of its own in
         // the same database), then moved over it: a failure never costs the old destination.
         let staging: StagedStore?
+        var serverStaging: PostgreSQLStagedStore?
         let stagedURL: URL
         if onServer {
             staging = nil
-            stagedURL = try PostgreSQLStoreType.stagingURL(beside: destinationURL, verb: "converting")
+            PostgreSQLStagedStore.sweepAndSay(beside: destinationURL)
+            let staged = try PostgreSQLStagedStore(beside: destinationURL, verb: "converting")
+            serverStaging = staged
+            stagedURL = staged.url
         } else {
             StagedStore.sweepAndSay(beside: destinationURL)
             let staged = try StagedStore(beside: destinationURL, verb: "converting")
@@ -143,12 +147,13 @@ struct ConvertCommand: ParsableCommand {
                 staging.finish()
             } else {
                 try PostgreSQLStoreType().install(at: destinationURL, with: stagedURL, replacing: force)
+                serverStaging?.finish()
             }
             output(lines.joined(separator: "\n"))
         } catch {
             bar.finish()
             guard let staging else {
-                try? toType.destroy(at: stagedURL)
+                serverStaging?.discard()
                 throw error
             }
             staging.discard(toType)

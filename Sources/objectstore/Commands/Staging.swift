@@ -1,5 +1,6 @@
 import Foundation
 import ObjectStore
+import PostgreSQLStore
 
 extension StagedStore {
     /// The error to report when writing `destination` failed with `error`: it names the
@@ -13,6 +14,15 @@ extension StagedStore {
     static func sweepAndSay(beside destination: URL) {
         for stem in sweep(beside: destination) {
             printError("objectstore: removed \(stem), left by an interrupted run\n")
+        }
+    }
+}
+
+extension PostgreSQLStagedStore {
+    /// Sweeps the staging schemas interrupted runs left beside `destination`, telling the user on stderr.
+    static func sweepAndSay(beside destination: URL) {
+        for schema in sweep(beside: destination) {
+            printError("objectstore: removed the schema \(schema), left by an interrupted run\n")
         }
     }
 }

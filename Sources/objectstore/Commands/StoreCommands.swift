@@ -91,13 +91,15 @@ extension ImportCommand {
 
     /// A new store on a server is filled in a schema of its own and moved over `url` when complete.
     func importIntoNewServerStore(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws {
-        let staged = try PostgreSQLStoreType.stagingURL(beside: url, verb: "importing")
+        PostgreSQLStagedStore.sweepAndSay(beside: url)
+        let staged = try PostgreSQLStagedStore(beside: url, verb: "importing")
         do {
-            let counts = try fill(staged, type: type, model: model, bytes)
-            try PostgreSQLStoreType().install(at: url, with: staged, replacing: false)
+            let counts = try fill(staged.url, type: type, model: model, bytes)
+            try PostgreSQLStoreType().install(at: url, with: staged.url, replacing: false)
+            staged.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
-            try? type.destroy(at: staged)
+            staged.discard()
             throw error
         }
     }
