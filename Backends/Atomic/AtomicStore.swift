@@ -79,6 +79,8 @@ public final class AtomicStore: RecordTablesStore {
             }
         } catch {
             lock?.release()
+            // A store that was to be made and was not leaves no lock file of its own.
+            if !exists && !FileManager.default.fileExists(atPath: url.path) { try? FileManager.default.removeItem(at: AtomicStoreType.lockURL(url)) }
             throw error
         }
         writerLock = lock

@@ -39,6 +39,7 @@ final class LMDBEnvironment {
             var flags: LMDBEnvironmentFlags = [.noSubdirectory, .noThreadLocalStorage]
             if readOnly { flags.insert(.readOnly) }
             if deferSync && !readOnly { flags.insert(.noSync) }
+            try Self.reserveLockFile(path + "-lock")
             try Self.check(mdb_env_open(env, path, flags.rawValue, 0o644), "cannot open the LMDB environment")
         } catch {
             mdb_env_close(env)
@@ -51,6 +52,28 @@ final class LMDBEnvironment {
     }
 
     deinit { close() }
+
+    /// The smallest lock file reserved: more than liblmdb's own size for its default 126
+    /// readers (8 KiB), which then keeps the file's size (a larger file only means more reader slots).
+    static let lockFileSize = 16 << 10
+
+    /// Allocates the lock file's blocks before liblmdb maps it. liblmdb sizes a new lock file with
+    /// `ftruncate` (a sparse file) and writes it through a shared map: on a full file system the
+    /// first write to an unallocated page is a `SIGBUS`, not an error. Allocated here, a full disk
+    /// is an `ENOSPC` error. A lock file that cannot be opened for writing is left to liblmdb.
+    static func reserveLockFile(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        defer { closeDescriptor(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return }
+        let rc = posix_fallocate(fd, 0, off_t(max(Int(info.st_size), lockFileSize)))
+        guard rc == 0 || rc == EOPNOTSUPP || rc == EINVAL else {
+            let reason = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) ?? String(cString: strerror(rc))
+            if info.st_size == 0 { unlink(path) }
+            throw LMDBError(code: rc, what: "cannot make the lock file \((path as NSString).lastPathComponent): \(reason)")
+        }
+    }
 
     /// Forces every commit to stable storage (what a store opened with deferred durability
     /// owes at close); a failure is an error, never ignored.
@@ -410,4 +433,9 @@ final class LMDBTransaction {
         try LMDBEnvironment.check(rc, "cannot read the last key of \(name)")
         return Data(bytes: k.mv_data, count: k.mv_size)
     }
+}
+
+/// POSIX `close`, under a name no method shadows.
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
 }

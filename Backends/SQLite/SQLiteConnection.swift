@@ -93,7 +93,10 @@ final class SQLiteConnection {
         case SQLITE_BUSY, SQLITE_LOCKED: .busy
         default: .io
         }
-        let hint = code == .busy ? "; the store is busy: another process held it for 5 s; try again when it is done" : ""
+        var hint = code == .busy ? "; the store is busy: another process held it for 5 s; try again when it is done" : ""
+        if primary == SQLITE_IOERR || primary == SQLITE_FULL, let full = FileOperations.fullDiskExplanation(primary == SQLITE_FULL ? ENOSPC : EIO, at: URL(filePath: path)) {
+            hint = ": \(full)"
+        }
         return StoreError(code, "\(what): \(message) (SQLite code \(rc))\(hint)", url: URL(filePath: path))
     }
 

@@ -81,4 +81,54 @@ struct FullDiskTests {
         }
         #expect(failures > 0, "no size was small enough to fill up: the test tested nothing")
     }
+
+    @Test("a disk with no byte free: create, convert, import and a migration step onto it fail with the disk named full, never a SIGBUS, nothing left behind (LMDB maps its lock file)",
+          .enabled(if: canMount, "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)"), arguments: CLI.backends)
+    func noByteFree(_ type: String) throws {
+        let workspace = try Harness()
+        // Two versions: a step from the first to the second copies the store (LMDB and atomic have no in-place step).
+        for (name, extra) in [("Notes", ""), ("Notes 2", #"<attribute name="body" optional="YES" attributeType="String"/>"#)] {
+            try FileManager.default.createDirectory(at: workspace.url.appending(path: "Notes.xcdatamodeld/\(name).xcdatamodel"), withIntermediateDirectories: true)
+            _ = try workspace.write("""
+                <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+                <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                    <entity name="Note"><attribute name="title" optional="YES" attributeType="String"/>\(extra)</entity>
+                </model>
+                """, to: "Notes.xcdatamodeld/\(name).xcdatamodel/contents")
+        }
+        let bundle = workspace.path("Notes.xcdatamodeld")
+        let notes = (0..<500).map { #"{"_id": "n\#($0)", "title": "note \#($0) \#(String(repeating: "x", count: 100))"}"# }
+        let data = try workspace.write(#"{"Note": [\#(notes.joined(separator: ", "))]}"#, to: "data.json")
+        let source = workspace.path("source.sqlite")
+        #expect(try CLI.run("import", source, data, "--model", bundle, "--model-version", "Notes").status == 0)
+        try Self.withSmallFileSystem(kilobytes: 1_024) { disk in
+            // A store that fits, then a file that takes every byte left.
+            let store = disk.appending(path: "kept.\(type)").path
+            #expect(try CLI.run("convert", source, store).status == 0)
+            let before = try CLI.run("export", store).stdout
+            let filler = disk.appending(path: "filler")
+            #expect(FileManager.default.createFile(atPath: filler.path, contents: nil))
+            let handle = try FileHandle(forWritingTo: filler)
+            let chunk = Data(count: 4_096)
+            while (try? handle.write(contentsOf: chunk)) != nil {}
+            try? handle.close()
+            let commands = [["create", disk.appending(path: "new.\(type)").path, "--model", bundle],
+                            ["convert", source, disk.appending(path: "converted.\(type)").path],
+                            ["import", disk.appending(path: "imported.\(type)").path, data, "--model", bundle],
+                            ["migrate", store, "--model", bundle]]
+            for command in commands {
+                let result = try CLI.run(command)
+                #expect(!result.signaled, "\(command[0]) \(type): a signal: \(result.stderr.prefix(300))")
+                #expect(result.status == 1, "\(command[0]) \(type): \(result.stdout)")
+                #expect(Self.lastLine(result.stderr).contains("full") || result.stderr.contains("No space left"), "\(command[0]) \(type): \(result.stderr)")
+            }
+            let left = Set((try? FileManager.default.contentsOfDirectory(atPath: disk.path)) ?? [])
+            #expect(left.subtracting(["filler", "kept.\(type)", "kept.\(type)-lock", "kept.\(type)-wal", "kept.\(type)-shm"]).isEmpty,
+                    "\(type): left behind \(left.sorted())")
+            // With room again (SQLite cannot even read a WAL store without room for its -shm), the store as it was, and it migrates.
+            try FileManager.default.removeItem(at: filler)
+            #expect(try CLI.run("export", store).stdout == before)
+            #expect(try CLI.run("migrate", store, "--model", bundle).status == 0)
+        }
+    }
 }
