@@ -43,7 +43,7 @@ let package = Package(
             path: "Backends/SQLite"
         ),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB"], path: "Backends/LMDB"),
+        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB", "CZlib"], path: "Backends/LMDB"),
         // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.
         .systemLibrary(name: "CLibPQ", path: "Backends/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(

@@ -1,4 +1,5 @@
 import CLMDB
+import CZlib
 import Foundation
 import ObjectStore
 
@@ -19,6 +20,9 @@ final class LMDBEnvironment {
     let readOnly: Bool
     private(set) var databases: [String: MDB_dbi] = [:]
     private var closed = false
+    /// Whether every value carries its checksum (format version 3, `docs/lmdb-format.md`): set
+    /// when a store of that version is opened or created, before any value is read or written.
+    var checksummed = false
     /// Commits are not flushed one by one; ``sync()`` owes them to the disk.
     private let deferSync: Bool
     /// Transactions since the map's pages were last released (see ``releaseMapPages()``).
@@ -335,9 +339,17 @@ final class LMDBTransaction {
         try withValue(name, key) { $0.map { Data($0) } }
     }
 
-    /// Runs `body` with the value under `key` in the map (nil when absent); the buffer is
-    /// valid only during the call.
+    /// Runs `body` with the value under `key` in the map (nil when absent), its checksum
+    /// checked and left out; the buffer is valid only during the call.
     func withValue<T>(_ name: String, _ key: Data, _ body: (UnsafeRawBufferPointer?) throws -> T) throws -> T {
+        try withStoredValue(name, key) { stored in
+            guard let stored else { return try body(nil) }
+            return try key.withUnsafeBytes { try body(try checked(name, $0, stored)) }
+        }
+    }
+
+    /// The value under `key` as the file holds it (with its checksum, in a checksummed store).
+    func withStoredValue<T>(_ name: String, _ key: Data, _ body: (UnsafeRawBufferPointer?) throws -> T) throws -> T {
         guard let dbi = database(name) else { return try body(nil) }
         var v = MDB_val()
         let rc = key.withUnsafeBytes { keyBytes in
@@ -347,6 +359,29 @@ final class LMDBTransaction {
         if rc == MDB_NOTFOUND { return try body(nil) }
         try LMDBEnvironment.check(rc, "cannot read from \(name)")
         return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// The checksum of a value: CRC-32 (zlib's) over the database's name, the key and the value,
+    /// so that a value moved to another key or database fails it as surely as a changed byte.
+    static func checksum(_ name: String, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> UInt32 {
+        var crc = name.utf8.withContiguousStorageIfAvailable { crc32(0, $0.baseAddress, UInt32($0.count)) } ?? 0
+        crc = crc32(crc, key.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt32(key.count))
+        crc = crc32(crc, value.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt32(value.count))
+        return UInt32(truncatingIfNeeded: crc)
+    }
+
+    /// `stored` without its checksum, once the checksum is found right (as it is, in a store
+    /// without checksums).
+    /// - Throws: ``StoreError`` (corrupt) naming the database and key when it is not.
+    private func checked(_ name: String, _ key: UnsafeRawBufferPointer, _ stored: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer {
+        guard environment.checksummed else { return stored }
+        let value = UnsafeRawBufferPointer(rebasing: stored.prefix(max(0, stored.count - 4)))
+        guard stored.count >= 4, stored.loadUnaligned(fromByteOffset: stored.count - 4, as: UInt32.self).littleEndian == Self.checksum(name, key, value) else {
+            let shown = key.prefix(24).map { String(format: "%02x", $0) }.joined()
+            throw StoreError(.corrupt, "the value under key \(shown) of the database \(name) fails its checksum: the file is damaged",
+                             url: URL(filePath: environment.path))
+        }
+        return value
     }
 
     /// Whether `key` is present, without copying its value.
@@ -362,13 +397,24 @@ final class LMDBTransaction {
         }
     }
 
+    /// Writes `value` under `key`, with its checksum in a checksummed store (the room reserved in
+    /// the map and filled there, no copy made).
     func put(_ name: String, _ key: Data, _ value: some ContiguousBytes, flags: LMDBWriteFlags = []) throws {
         guard let dbi = database(name) else { throw LMDBError(code: MDB_NOTFOUND, what: "no database \(name)") }
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in
                 var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var v = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                try LMDBEnvironment.check(mdb_put(handle, dbi, &k, &v, flags.rawValue), "cannot write to \(name)")
+                guard environment.checksummed else {
+                    var v = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
+                    try LMDBEnvironment.check(mdb_put(handle, dbi, &k, &v, flags.rawValue), "cannot write to \(name)")
+                    return
+                }
+                var v = MDB_val(mv_size: valueBytes.count + 4, mv_data: nil)
+                try LMDBEnvironment.check(mdb_put(handle, dbi, &k, &v, flags.union(.reserve).rawValue), "cannot write to \(name)")
+                guard let room = v.mv_data else { throw LMDBError(code: EINVAL, what: "LMDB reserved no room in \(name)") }
+                if let base = valueBytes.baseAddress { room.copyMemory(from: base, byteCount: valueBytes.count) }
+                let sum = Self.checksum(name, keyBytes, valueBytes).littleEndian
+                withUnsafeBytes(of: sum) { (room + valueBytes.count).copyMemory(from: $0.baseAddress!, byteCount: 4) }
             }
         }
     }
@@ -413,8 +459,8 @@ final class LMDBTransaction {
             rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
         }
         while rc == MDB_SUCCESS {
-            guard try body(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                           UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            guard try body(key, try checked(name, key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))) else { return }
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try LMDBEnvironment.check(rc, "cannot walk \(name)") }

@@ -39,6 +39,8 @@ public struct LMDBWriteFlags: OptionSet, Sendable {
     public static let noOverwrite = LMDBWriteFlags(rawValue: UInt32(MDB_NOOVERWRITE))
     /// `MDB_APPEND`: the key sorts after every key of the database (fails with `MDB_KEYEXIST` otherwise).
     public static let append = LMDBWriteFlags(rawValue: UInt32(MDB_APPEND))
+    /// `MDB_RESERVE`: make room for the value and return it, for the caller to fill before the transaction ends.
+    public static let reserve = LMDBWriteFlags(rawValue: UInt32(MDB_RESERVE))
 }
 
 /// Swift names for LMDB's transaction flags (`mdb_txn_begin`).

@@ -3,7 +3,7 @@ import ObjectModel
 import ObjectStore
 import StoreToolkit
 
-/// The store's row format (version 2, `docs/lmdb-format.md`): which number each entity
+/// The store's row format (version 3, `docs/lmdb-format.md`): which number each entity
 /// has and in which order its values are written, read from the store's `schema`
 /// database when it opens, written there when it is created.
 ///
@@ -11,8 +11,10 @@ import StoreToolkit
 /// model that lists the same attributes in another order still reads every value into
 /// its own slot.
 final class LMDBRowFormat: Sendable {
-    /// The version this build reads and writes.
-    static let version: UInt32 = 2
+    /// The version this build writes: 3, every value followed by its checksum.
+    static let version: UInt32 = 3
+    /// The versions this build reads (and writes, in a store of that version): 2 has no checksums.
+    static let readable: Set<UInt32> = [2, 3]
     /// The key of the version in the `meta` database (a 4-byte little-endian integer;
     /// stores of version 1 have none).
     static let versionKey = Data("format".utf8)
@@ -89,18 +91,33 @@ final class LMDBRowFormat: Sendable {
     /// - Throws: ``StoreError`` `corrupt` when the record is not 4 bytes.
     static func recordedVersion(_ txn: LMDBTransaction, url: URL) throws -> UInt32 {
         guard let data = try txn.get(LMDBLayout.meta, versionKey) else { return 1 }
-        guard data.count == 4 else { throw StoreError(.corrupt, "the store's format version is \(data.count) bytes, not 4", url: url) }
+        // 4 bytes; 8 in a store whose values carry checksums (of a version this build does not read, when they are not checked).
+        guard data.count == 4 || (data.count == 8 && !txn.environment.checksummed) else {
+            throw StoreError(.corrupt, "the store's format version is \(data.count) bytes, not 4", url: url)
+        }
         return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
     }
 
-    /// Refuses a store written in another version of the format, naming both.
+    /// Turns on the environment's checksums when its store is of version 3, before any other
+    /// value is read: the version record of such a store is 8 bytes, the version and its checksum.
+    static func adoptChecksums(_ environment: LMDBEnvironment, url: URL) throws {
+        try environment.read { txn in
+            try txn.withStoredValue(LMDBLayout.meta, versionKey) { stored in
+                // Checked with the version itself (``checkVersion(_:url:)``): a damaged record is refused then.
+                guard let stored, stored.count == 8, stored.loadUnaligned(as: UInt32.self).littleEndian == 3 else { return }
+                environment.checksummed = true
+            }
+        }
+    }
+
+    /// Refuses a store written in a version of the format this build does not read, naming them.
     static func checkVersion(_ txn: LMDBTransaction, url: URL) throws {
         let recorded = try recordedVersion(txn, url: url)
-        guard recorded == version else {
+        guard readable.contains(recorded) else {
             let how = recorded < version
                 ? "it was written by an earlier ObjectStore: export it to JSON with that build and import it with this one"
                 : "it was written by a later ObjectStore"
-            throw StoreError(.unsupportedFormat, "the store's LMDB row format is version \(recorded); this build reads version \(version) (\(how))", url: url)
+            throw StoreError(.unsupportedFormat, "the store's LMDB row format is version \(recorded); this build reads versions \(readable.sorted().map(String.init).joined(separator: " and ")) (\(how))", url: url)
         }
     }
 

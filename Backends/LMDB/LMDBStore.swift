@@ -68,6 +68,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
             do {
                 let mapSize = options.settings["map_size"].flatMap(Int.init)
                 environment = try LMDBStoreType.mapping(url) { try LMDBEnvironment(path: url.path, readOnly: false, mapSize: mapSize, deferSync: options.deferredDurability) }
+                environment.checksummed = true   // a new store is of the current version, which has checksums
                 metadata = try StoreMetadata(storeType: Self.typeName, model: model)
                 let newFormat = LMDBRowFormat(model: model)
                 format = newFormat

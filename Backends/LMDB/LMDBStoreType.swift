@@ -189,6 +189,7 @@ public struct LMDBStoreType: StoreType {
             let opened = try mapping(url) { try LMDBEnvironment(path: url.path, readOnly: readOnly, deferSync: deferSync) }
             environment = opened
             try mapping(url) { try opened.openDatabases([LMDBLayout.meta], create: false) }
+            try mapping(url) { try LMDBRowFormat.adoptChecksums(opened, url: url) }
             let metadata = try mapping(url) { try opened.read { try readMetadata($0, url: url) } }
             return (opened, metadata)
         } catch {
@@ -205,9 +206,15 @@ public struct LMDBStoreType: StoreType {
         guard let data = try txn.get(LMDBLayout.meta, LMDBLayout.metadataKey) else {
             throw StoreError(.corrupt, "the store holds no metadata", url: url)
         }
-        guard let values = PropertyListValue.decodeDictionary(data) else {
-            throw StoreError(.corrupt, "the metadata is not a property list dictionary", url: url)
+        if let values = PropertyListValue.decodeDictionary(data) { return StoreMetadata(values) }
+        // A store whose values carry checksums, read before its format says so (its format record
+        // damaged, or of a version this build does not read): the metadata with its checksum right.
+        if !txn.environment.checksummed, data.count > 4 {
+            let sum = data.suffix(4).withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
+            let value = data.dropLast(4)
+            let right = LMDBLayout.metadataKey.withUnsafeBytes { key in value.withUnsafeBytes { LMDBTransaction.checksum(LMDBLayout.meta, key, $0) } }
+            if sum == right, let values = PropertyListValue.decodeDictionary(Data(value)) { return StoreMetadata(values) }
         }
-        return StoreMetadata(values)
+        throw StoreError(.corrupt, "the metadata is not a property list dictionary", url: url)
     }
 }

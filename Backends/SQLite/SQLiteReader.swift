@@ -444,6 +444,18 @@ extension SQLiteReader {
             add(try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK")
                 .rows { "\(table.name) row \($0.int64(0)) has a primary key below 1" })
         }
+        // Every key at or below its hierarchy's counter: a key above it would be handed out again.
+        for root in model.entityDescriptions where root.parent == nil {
+            guard let mapping = schema.entities[root.name] else { continue }
+            let counter = try connection.statement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").rows([.integer(Int64(mapping.number))]) { $0.int64(0) }.first
+            guard let counter else {
+                problems.append("Z_PRIMARYKEY has no row for \(root.name): its keys have no counter")
+                continue
+            }
+            let kinds = mapping.kinds.map(String.init).joined(separator: ",")
+            add(try connection.statement("SELECT Z_PK FROM \(quote(mapping.table)) WHERE Z_ENT IN (\(kinds)) AND Z_PK > ?1 ORDER BY Z_PK")
+                .rows([.integer(counter)]) { "\(mapping.table) row \($0.int64(0)) has a key above \(root.name)'s counter in Z_PRIMARYKEY (\(counter)): the next insert would reuse it" })
+        }
         for entity in schema.entities.values.sorted(by: { $0.number < $1.number }) {
             guard let description = model.entity(named: entity.name) else { continue }
             for relationship in description.declaration.relationships where !relationship.isTransient && relationship.isToMany {

@@ -118,6 +118,8 @@ public struct SQLiteStoreType: StoreType {
         guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
             throw StoreError(.corrupt, "the header's page size \(raw) is invalid", url: url)
         }
+        // Transactions a damaged -wal holds after the damage, which SQLite would drop without a word.
+        try SQLiteWALCheck.check(url)
         // With a -wal or a -journal beside it, the main file's header and length may be behind
         // (a checkpoint cut short) or ahead (a rollback pending): SQLite settles that, not us.
         let sidecars = SQLiteStoreType().fileURLs(for: url).prefix(4).dropFirst()

@@ -57,6 +57,22 @@ func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: Data, _ value: Data) {
     }
 }
 
+/// CRC-32 (the ISO-HDLC polynomial, reflected, as zlib computes it), bit by bit: the tests' own
+/// reckoning of the checksums a version 3 store keeps, independent of the backend's.
+func crc32Reference(_ bytes: some Sequence<UInt8>) -> UInt32 {
+    var crc: UInt32 = 0xFFFF_FFFF
+    for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+    }
+    return ~crc
+}
+
+/// A value as a version 3 store holds it: the bytes, then the CRC-32 of the database's name, the key and the bytes.
+func sealed(_ database: String, _ key: Data, _ value: Data) -> Data {
+    value + withUnsafeBytes(of: crc32Reference(Data(database.utf8) + key + value).littleEndian) { Data($0) }
+}
+
 /// A primary key as a row key: 8 bytes big-endian, the sign bit flipped.
 func rowKey(_ pk: Int64) -> Data { withUnsafeBytes(of: (UInt64(bitPattern: pk) ^ (1 << 63)).bigEndian) { Data($0) } }
 
@@ -75,6 +91,8 @@ struct LMDBStoreTests {
         #expect(LMDBDatabaseFlags.reverseKey.rawValue == UInt32(MDB_REVERSEKEY))
         #expect(LMDBDatabaseFlags.integerKey.rawValue == UInt32(MDB_INTEGERKEY))
         #expect(LMDBWriteFlags.noOverwrite.rawValue == UInt32(MDB_NOOVERWRITE))
+        #expect(LMDBWriteFlags.append.rawValue == UInt32(MDB_APPEND))
+        #expect(LMDBWriteFlags.reserve.rawValue == UInt32(MDB_RESERVE))
         #expect(LMDBTransactionFlags.readOnly.rawValue == UInt32(MDB_RDONLY))
         // The trap seen in the wild: reverse-key is a database flag; as an environment flag it means something else.
         let environmentFlags: [LMDBEnvironmentFlags] = [.noSubdirectory, .readOnly, .noThreadLocalStorage, .noSync, .noMetaSync]
@@ -213,9 +231,9 @@ struct LMDBStoreTests {
         try reopened.close()
     }
 
-    // MARK: Row format version 2 (docs/lmdb-format.md), checked against bytes laid by hand
+    // MARK: Row format version 3 (docs/lmdb-format.md), checked against bytes laid by hand
 
-    @Test("rows hold values in the recorded order with entity numbers, and name nothing")
+    @Test("rows hold values in the recorded order with entity numbers, and name nothing; every value ends with its CRC-32")
     func rowBytes() throws {
         let folder = try Folder()
         let url = folder.file("rows.lmdb")
@@ -227,22 +245,26 @@ struct LMDBStoreTests {
         try store.close()
         try rawTransaction(url) { txn, open in
             // Entities numbered in name order: Car 1, Item 2, Person 3, Pet 4, … Vehicle 10.
-            #expect(rawGet(txn, open("meta"), Data("format".utf8)) == Data([2, 0, 0, 0]))
-            #expect(rawGet(txn, open("schema"), Data("Pet".utf8)) == Data([4, 1, 4]) + Data("name".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0]))
-            #expect(rawGet(txn, open("schema"), Data("Vehicle".utf8)) == Data([10, 1, 6]) + Data("wheels".utf8) + Data([0, 0]))
+            #expect(rawGet(txn, open("meta"), Data("format".utf8)) == sealed("meta", Data("format".utf8), Data([3, 0, 0, 0])))
+            #expect(rawGet(txn, open("schema"), Data("Pet".utf8))
+                    == sealed("schema", Data("Pet".utf8), Data([4, 1, 4]) + Data("name".utf8) + Data([1, 5]) + Data("owner".utf8) + Data([0])))
+            #expect(rawGet(txn, open("schema"), Data("Vehicle".utf8)) == sealed("schema", Data("Vehicle".utf8), Data([10, 1, 6]) + Data("wheels".utf8) + Data([0, 0])))
             // Pet 1: version 1 (zigzag 2), name "Rex" (tag 4), owner Person (3) 5 (zigzag 10).
-            #expect(rawGet(txn, open("rows/Pet"), rowKey(1)) == Data([2, 4, 3]) + Data("Rex".utf8) + Data([3, 10]))
+            #expect(rawGet(txn, open("rows/Pet"), rowKey(1)) == sealed("rows/Pet", rowKey(1), Data([2, 4, 3]) + Data("Rex".utf8) + Data([3, 10])))
             // Person 5: name, age nil, nickname nil; spouse, manager none; pets [Pet 1]; friends, reports empty.
-            #expect(rawGet(txn, open("rows/Person"), rowKey(5)) == Data([2, 4, 3]) + Data("Ann".utf8) + Data([0, 0, 0, 0, 1, 4, 2, 0, 0]))
+            #expect(rawGet(txn, open("rows/Person"), rowKey(5))
+                    == sealed("rows/Person", rowKey(5), Data([2, 4, 3]) + Data("Ann".utf8) + Data([0, 0, 0, 0, 1, 4, 2, 0, 0])))
             return false
         }
     }
 
     /// A store's `format` record changed behind its back: what it becomes, and the error and words expected.
     static let formatRecords: [(String, [UInt8]?, StoreError.Code, [String])] = [
-        ("version 1: no record", nil, .unsupportedFormat, ["version 1", "version 2", "earlier"]),
-        ("a later version", [3, 0, 0, 0], .unsupportedFormat, ["version 3", "version 2", "later"]),
+        ("version 1: no record", nil, .unsupportedFormat, ["version 1", "versions 2 and 3", "earlier"]),
+        ("a later version", [4, 0, 0, 0], .unsupportedFormat, ["version 4", "versions 2 and 3", "later"]),
+        ("a later version with checksums", [4, 0, 0, 0, 1, 2, 3, 4], .unsupportedFormat, ["version 4", "versions 2 and 3", "later"]),
         ("a record of 2 bytes", [2, 0], .corrupt, ["2 bytes"]),
+        ("version 3 with a wrong checksum", [3, 0, 0, 0, 1, 2, 3, 4], .corrupt, ["checksum"]),
     ]
 
     @Test("a store of another row format version is refused, naming both versions, and left untouched", arguments: 0..<formatRecords.count)
@@ -268,6 +290,48 @@ struct LMDBStoreTests {
         #expect(words.allSatisfy(error.message.contains), "\(name): \(error.message)")
         #expect(try Data(contentsOf: url) == before)
         #expect(try type.readMetadata(at: url).storeUUID != nil, "the metadata stays readable")
+    }
+
+    @Test("a store of format version 2 (no checksums) is read and written as version 2, its rows as they are")
+    func versionTwoStore() throws {
+        let folder = try Folder()
+        let url = folder.file("two.lmdb")
+        let store = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Person", 1), attributes: ["name": .string("Ann")])]))
+        try store.close()
+        // What an earlier build wrote: every value without its checksum, and the version 2 record.
+        try rawTransaction(url) { txn, open in
+            for name in ["meta", "schema", "counters"] + StoreConformance.model.entityNames.map({ "rows/\($0)" }) {
+                var dbi: MDB_dbi = 0
+                guard mdb_dbi_open(txn, name, 0, &dbi) == 0 else { continue }
+                var cursor: OpaquePointer?
+                #expect(mdb_cursor_open(txn, dbi, &cursor) == 0)
+                var entries: [(Data, Data)] = []
+                var k = MDB_val(), v = MDB_val()
+                var rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
+                while rc == 0 {
+                    entries.append((Data(bytes: k.mv_data, count: k.mv_size), Data(bytes: v.mv_data, count: v.mv_size)))
+                    rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+                }
+                mdb_cursor_close(cursor)
+                for (key, value) in entries {
+                    #expect(value == sealed(name, key, value.dropLast(4)), "\(name): every value carries its CRC-32")
+                    rawPut(txn, dbi, key, key == Data("format".utf8) ? Data([2, 0, 0, 0]) : Data(value.dropLast(4)))
+                }
+            }
+            return true
+        }
+        let reopened = try type.open(at: url, model: StoreConformance.model, options: StoreOptions())
+        #expect(try reopened.record(for: ObjectKey("Person", 1))?.attributes["name"] == .string("Ann"))
+        try reopened.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Person", 2), attributes: ["name": .string("Bo")])]))
+        try reopened.close()
+        try rawTransaction(url) { txn, open in
+            #expect(rawGet(txn, open("meta"), Data("format".utf8)) == Data([2, 0, 0, 0]))
+            // Person 2 as version 2 writes it: no checksum after the row.
+            #expect(rawGet(txn, open("rows/Person"), rowKey(2)) == Data([2, 4, 2]) + Data("Bo".utf8) + Data([0, 0, 0, 0, 0, 0, 0]))
+            return false
+        }
+        #expect(try type.open(at: url, model: StoreConformance.model, options: StoreOptions(readOnly: true)).fetch(FetchRequest(entity: "Person")).count == 2)
     }
 
     @Test("a model that lists the same properties in another order reads every value into its place")
@@ -329,7 +393,8 @@ struct LMDBStoreTests {
         try store.close()
         try rawTransaction(url) { txn, open in
             if let value {
-                rawPut(txn, open("schema"), Data(key.utf8), value)
+                // With its checksum right: the record is what it says, not damage the checksum catches.
+                rawPut(txn, open("schema"), Data(key.utf8), sealed("schema", Data(key.utf8), value))
             } else {
                 var k = MDB_val(mv_size: 3, mv_data: UnsafeMutableRawPointer(mutating: ("Pet" as StaticString).utf8Start))
                 #expect(mdb_del(txn, open("schema"), &k, nil) == 0)
