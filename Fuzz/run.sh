@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 runs=${1:-1000000}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(atomic xml jsonmodel import predicate mapping plist)
+[ ${#targets[@]} -eq 0 ] && targets=(atomic xml jsonmodel import predicate mapping plist archive)
 # SwiftPM caches the main package's file list; touching the manifests makes it see new files.
 touch Package.swift ../Package.swift
 swift build -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library

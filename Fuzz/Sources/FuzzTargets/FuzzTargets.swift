@@ -5,7 +5,7 @@ import ObjectMigration
 @testable import ObjectModel
 import ObjectStore
 
-// One executable, seven readers: `OBJECTSTORE_FUZZ_TARGET` names the one to feed.
+// One executable, eight readers: `OBJECTSTORE_FUZZ_TARGET` names the one to feed.
 //   atomic     the atomic store file reader (AtomicFormat.decode) past its checksum: the input is the
 //              body after the header, sealed with the right length and SHA-256 before it is read
 //   xml        the Xcode model reader (contents XML)
@@ -14,6 +14,7 @@ import ObjectStore
 //   predicate  the NSPredicate-syntax parser and, for what parses, the evaluator on one object
 //   mapping    the JSON mapping-file reader
 //   plist      store metadata: binary property lists (our reader) and XML ones (Foundation's)
+//   archive    NSKeyedArchiver archives as export --decode-transformables reads them (KeyedArchive)
 // Errors are the expected answer to bad input; a crash, a hang or a sanitizer report is a bug.
 
 let target = ProcessInfo.processInfo.environment["OBJECTSTORE_FUZZ_TARGET"] ?? "atomic"
@@ -83,6 +84,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         }
     case "predicate":
         if let text = String(data: data, encoding: .utf8), let predicate = try? ObjectPredicate(text) {
+            _ = try? PredicateEvaluator.check(predicate, on: model.entity(named: "Person")!, in: model)
             _ = try? PredicateEvaluator.evaluate(predicate, on: Subject())
             _ = predicate.description
         }
@@ -90,6 +92,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         _ = try? MappingFormat.decode(data, file: "fuzz")
     case "plist":
         _ = PropertyListValue.decodeDictionary(data)
+    case "archive":
+        _ = try? KeyedArchive.json(data)
     default:
         fatalError("unknown OBJECTSTORE_FUZZ_TARGET \(target)")
     }
