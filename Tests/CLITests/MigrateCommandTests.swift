@@ -42,13 +42,18 @@ struct MigrateCommandTests {
         return (bundle, mapping, store)
     }
 
+    /// Every file under the workspace (folders walked) with its bytes, but SQLite's shared-memory
+    /// index and the lock files, which every reader writes by design and which hold no data.
     func files(_ workspace: Workspace) throws -> [String: Data] {
+        func isFolder(_ path: String) -> Bool {
+            var folder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
+        }
         var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: workspace.url.path) where !name.hasSuffix("-lock") {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: workspace.url.appending(path: name).path, isDirectory: &isFolder), !isFolder.boolValue {
-                files[name] = try Data(contentsOf: workspace.url.appending(path: name))
-            }
+        let root = workspace.url.path
+        for case let path as String in FileManager.default.enumerator(atPath: root)! where !path.hasSuffix("-shm") && !path.hasSuffix("-lock") {
+            let full = root + "/" + path
+            if !isFolder(full) { files[path] = try Data(contentsOf: URL(filePath: full)) }
         }
         return files
     }
@@ -154,22 +159,6 @@ struct MigrateCommandTests {
         #expect(try CLI.run("migrate", again, "--model", bundle).stdout == "already at Notes 3\n")
     }
 
-    /// Every file under the workspace (folders walked) with its bytes, but SQLite's shared-memory
-    /// index and LMDB's lock file, which every reader writes by design and which hold no data.
-    func allFiles(_ workspace: Workspace) throws -> [String: Data] {
-        func isFolder(_ path: String) -> Bool {
-            var folder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &folder) && folder.boolValue
-        }
-        var files: [String: Data] = [:]
-        let root = workspace.url.path
-        for case let path as String in FileManager.default.enumerator(atPath: root)! where !path.hasSuffix("-shm") && !path.hasSuffix(".lmdb-lock") {
-            let full = root + "/" + path
-            if !isFolder(full) { files[path] = try Data(contentsOf: URL(filePath: full)) }
-        }
-        return files
-    }
-
     @Test("--on-incompatible refuses, every file unchanged: a wrong --type, --to an older version, another model, one .xcdatamodel of the bundle, a version the bundle has, a damaged store",
           arguments: ["sqlite", "lmdb", "atomic"])
     func refusals(_ ext: String) throws {
@@ -196,7 +185,7 @@ struct MigrateCommandTests {
         #expect(copies > 0)
         try bytes.write(to: URL(filePath: flipped))
         let wrongType = ext == "sqlite" ? "lmdb" : "sqlite"
-        let before = try allFiles(workspace)
+        let before = try files(workspace)
         for policy in ["recreate", "move-aside"] {
             let cases: [([String], String)] = [
                 ([store, "--type", wrongType, "--model", bundle], "its content says it is a store of type"),
@@ -212,7 +201,7 @@ struct MigrateCommandTests {
                 #expect(result.stderr.contains(reason), "\(arguments) \(policy): \(result.stderr)")
             }
         }
-        #expect(try allFiles(workspace) == before)
+        #expect(try files(workspace) == before)
         #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: "Incompatible").path))
     }
 
