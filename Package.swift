@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -15,11 +16,13 @@ let package = Package(
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
         .library(name: "PostgreSQLStore", targets: ["PostgreSQLStore"]),
+        .library(name: "ObjectStoreData", targets: ["ObjectStoreData"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // zlib, for the raw DEFLATE stream Core Data keeps its model in (Z_MODELCACHE).
@@ -53,6 +56,23 @@ let package = Package(
             name: "AtomicStore",
             dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto")],
             path: "Backends/Atomic"
+        ),
+        // The typed layer, shaped like SwiftData: @Model classes, #Predicate fetches, containers and
+        // contexts over any backend (docs/typed-models.md). Nothing below it knows it.
+        .macro(
+            name: "ObjectStoreDataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"), .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"), .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        .target(
+            name: "ObjectStoreData",
+            dependencies: [
+                "ObjectStoreDataMacros", "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "SQLiteStore", "AtomicStore",
+                "LMDBStore", "PostgreSQLStore",
+            ]
         ),
         .executableTarget(
             name: "objectstore",
@@ -101,6 +121,7 @@ let package = Package(
                 "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
             ]
         ),
+        .testTarget(name: "ObjectStoreDataTests", dependencies: ["ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
         // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
         .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),

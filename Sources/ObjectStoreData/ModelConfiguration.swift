@@ -1,0 +1,79 @@
+import Foundation
+
+/// Where and how a container keeps its store.
+///
+/// ```swift
+/// ModelConfiguration(isStoredInMemoryOnly: true)                       // memory
+/// ModelConfiguration(url: URL(filePath: "trips.store"))               // SQLite (.store, .sqlite)
+/// ModelConfiguration(url: URL(filePath: "trips.lmdb"))                // LMDB, by its extension
+/// ModelConfiguration(url: URL(string: "postgresql://u@/db?host=/run/postgresql&schema=trips")!)
+/// ModelConfiguration(url: URL(filePath: "trips.data"), storeType: "atomic")
+/// ```
+///
+/// The store type: `storeType` when given, else `postgresql` for a `postgresql://` URL, else
+/// the URL's extension (`.store`, as SwiftData names its files, and `.sqlite`, `.db`: SQLite;
+/// `.lmdb`; `.atomic`), else SQLite.
+public struct ModelConfiguration: Sendable, Hashable, Identifiable {
+    /// The configuration's name (`default` unless given).
+    public var name: String
+    /// Where the store is (for an in-memory store, a URL of its own).
+    public var url: URL
+    /// Whether the store lives in memory only, gone when the container is.
+    public var isStoredInMemoryOnly: Bool
+    /// Whether contexts may save into it (false opens the store read-only).
+    public var allowsSave: Bool
+    /// The store type's name (`sqlite`, `lmdb`, `atomic`, `memory`, `postgresql`), when given.
+    public var storeType: String?
+    /// The schema this configuration holds (the container's when nil).
+    public var schema: Schema?
+
+    public var id: String { name }
+
+    /// A store at the default location (`$XDG_DATA_HOME`, else `~/.local/share`, then the
+    /// program's name, `default.store`), or in memory.
+    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true) {
+        self.name = name ?? "default"
+        self.schema = schema
+        self.isStoredInMemoryOnly = isStoredInMemoryOnly
+        self.allowsSave = allowsSave
+        url = isStoredInMemoryOnly ? URL(string: "memory://objectstore-data/\(UUID().uuidString)")! : Self.defaultURL(name ?? "default")
+        storeType = isStoredInMemoryOnly ? "memory" : nil
+    }
+
+    /// A store at `url`.
+    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true) {
+        self.name = name ?? "default"
+        self.schema = schema
+        self.url = url
+        self.allowsSave = allowsSave
+        isStoredInMemoryOnly = false
+        storeType = nil
+    }
+
+    /// A store of `storeType` at `url`.
+    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, storeType: String, allowsSave: Bool = true) {
+        self.init(name, schema: schema, url: url, allowsSave: allowsSave)
+        self.storeType = storeType
+        isStoredInMemoryOnly = storeType == "memory"
+    }
+
+    /// The store type's name this configuration opens.
+    var resolvedStoreType: String {
+        if let storeType { return storeType }
+        let scheme = url.scheme?.lowercased()
+        if scheme == "postgresql" || scheme == "postgres" { return "postgresql" }
+        switch url.pathExtension.lowercased() {
+        case "lmdb", "mdb": return "lmdb"
+        case "atomic": return "atomic"
+        default: return "sqlite"
+        }
+    }
+
+    static func defaultURL(_ name: String) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_DATA_HOME"].map { URL(filePath: $0) }
+            ?? URL(filePath: NSHomeDirectory()).appending(path: ".local/share")
+        let program = ProcessInfo.processInfo.processName
+        return base.appending(path: program).appending(path: "\(name).store")
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import ObjectModel
+
+/// One persisted property of a model, as `@Model` describes it: its name, key path, what it is
+/// stored as, and the options its `@Attribute` or `@Relationship` gave.
+public struct ModelProperty<Root: PersistentModel> {
+    /// The property's name (the attribute's or relationship's).
+    public let name: String
+    /// The property's key path.
+    public let keyPath: PartialKeyPath<Root>
+    let kind: Kind
+    let attribute: Schema.Attribute?
+    let relationship: Schema.Relationship?
+
+    enum Kind {
+        /// An attribute of this type; `transformable` for JSON of a Codable value.
+        case attribute(AttributeType, optional: Bool)
+        /// A relationship to models of `destination`.
+        case relationship(destination: any PersistentModel.Type, toMany: Bool, optional: Bool)
+    }
+
+    private init(_ name: String, _ keyPath: PartialKeyPath<Root>, _ kind: Kind, _ attribute: Schema.Attribute?, _ relationship: Schema.Relationship?) {
+        self.name = name
+        self.keyPath = keyPath
+        self.kind = kind
+        self.attribute = attribute
+        self.relationship = relationship
+    }
+
+    // One overload per kind of property, as for the accessors (ModelStorage+Access.swift).
+
+    public static func describe<T: PersistentAttributeValue>(_ name: String, _ keyPath: KeyPath<Root, T>,
+                                                             attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .attribute(T.attributeType, optional: T.isOptional), attribute, relationship)
+    }
+    public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+                                                               relationship: Schema.Relationship? = nil) -> Self where T.RawValue: PersistentAttributeValue {
+        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: T.RawValue.isOptional), attribute, relationship)
+    }
+    public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T?>, attribute: Schema.Attribute? = nil,
+                                                               relationship: Schema.Relationship? = nil) -> Self where T.RawValue: PersistentAttributeValue {
+        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: true), attribute, relationship)
+    }
+    public static func describe<T: Codable>(_ name: String, _ keyPath: KeyPath<Root, T>,
+                                            attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .attribute(.transformable, optional: T.self is any OptionalValue.Type), attribute, relationship)
+    }
+    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T>,
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: false), attribute, relationship)
+    }
+    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T?>,
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: true), attribute, relationship)
+    }
+    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]>,
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
+    }
+    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]?>,
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+        Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
+    }
+}
+
+extension PersistentModel {
+    /// The name of the persisted property at `keyPath`, or nil when it is none.
+    static func propertyName(_ keyPath: AnyKeyPath) -> String? {
+        _$properties.first { $0.keyPath == keyPath }?.name
+    }
+}
