@@ -17,7 +17,7 @@ import Synchronization
 /// SQLiteStore.register()
 /// try coordinator.addStore(type: "sqlite", at: URL(filePath: "app.sqlite"))
 /// ```
-public final class SQLiteStore: PersistentStore, IntegrityChecking {
+public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlanning {
     /// The registered type name, `sqlite`.
     public static let typeName = "sqlite"
     /// The `NSStoreType` Core Data writes for SQLite stores.

@@ -142,6 +142,15 @@ public final class ModelContext {
         return try objects.count(plan.request)
     }
 
+    /// How the store runs the fetch of `descriptor`: its database's plan, one line per step
+    /// (SQLite's `EXPLAIN QUERY PLAN`: `SEARCH ZBOOK USING INDEX …` when a predicate uses an
+    /// index); empty for a store that has none to show.
+    public func queryPlan<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [String] {
+        let plan = FetchPlan(descriptor, entity: T.entityName)
+        guard let store = try container.coordinator.store(forEntity: T.entityName) as? any QueryPlanning else { return [] }
+        return try store.queryPlan(plan.request)
+    }
+
     /// The identifiers of the models `descriptor` selects.
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
         try fetch(descriptor).map(\.persistentModelID)

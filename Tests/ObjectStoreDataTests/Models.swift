@@ -27,6 +27,7 @@ struct Dimensions: Codable, Equatable {
 
 @Model
 final class Book {
+    #Index<Book>([\.pages])
     var title: String
     var pages: Int
     var rating: Double = 0

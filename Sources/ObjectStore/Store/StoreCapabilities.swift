@@ -76,3 +76,10 @@ public protocol CarriedModelReading: StoreType {
     ///   model that cannot be decoded (damaged, or holding what this library does not know).
     func carriedModel(at url: URL) throws -> ManagedObjectModel?
 }
+
+/// A store that says how its database runs a fetch (an optional capability): SQLite's
+/// `EXPLAIN QUERY PLAN`, one line per step, to see that a predicate uses an index.
+public protocol QueryPlanning {
+    /// The database's plan for the fetch `request` runs.
+    func queryPlan(_ request: FetchRequest) throws -> [String]
+}
