@@ -22,7 +22,7 @@ for target in "${targets[@]}"; do
     OBJECTSTORE_FUZZ_TARGET=$target "$binary" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix="artifacts/$target/" -print_final_stats=1 "corpus/$target" "Seeds/$target" > "logs/$target.log" 2>&1 || status=$?
     seconds=$(( $(date +%s) - start ))
-    executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "logs/$target.log" | grep -o '[0-9]*$' || echo 0)
+    executions=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "logs/$target.log" | grep -o '[0-9]*$' || echo 0)
     crashes=$(ls "artifacts/$target" | wc -l)
     printf '%-10s %12s %10s %8s %s\n' "$target" "$executions" "$seconds" "$crashes" "$(ls "corpus/$target" | wc -l)"
     if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then failed=1; tail -20 "logs/$target.log"; fi

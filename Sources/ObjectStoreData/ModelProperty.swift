@@ -11,6 +11,9 @@ public struct ModelProperty<Root: PersistentModel> {
     let kind: Kind
     let attribute: Schema.Attribute?
     let relationship: Schema.Relationship?
+    /// The value of the property's initial value, as stored: the attribute's default (what a
+    /// migration gives the objects a new attribute appears on).
+    let defaultValue: Value?
 
     enum Kind {
         /// An attribute of this type; `transformable` for JSON of a Codable value.
@@ -19,46 +22,53 @@ public struct ModelProperty<Root: PersistentModel> {
         case relationship(destination: any PersistentModel.Type, toMany: Bool, optional: Bool)
     }
 
-    private init(_ name: String, _ keyPath: PartialKeyPath<Root>, _ kind: Kind, _ attribute: Schema.Attribute?, _ relationship: Schema.Relationship?) {
+    private init(_ name: String, _ keyPath: PartialKeyPath<Root>, _ kind: Kind, _ attribute: Schema.Attribute?, _ relationship: Schema.Relationship?,
+                 default defaultValue: Value? = nil) {
         self.name = name
         self.keyPath = keyPath
         self.kind = kind
         self.attribute = attribute
         self.relationship = relationship
+        self.defaultValue = defaultValue
     }
 
     // One overload per kind of property, as for the accessors (ModelStorage+Access.swift).
 
-    public static func describe<T: PersistentAttributeValue>(_ name: String, _ keyPath: KeyPath<Root, T>,
-                                                             attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
-        Self(name, keyPath, .attribute(T.attributeType, optional: T.isOptional), attribute, relationship)
+    public static func describe<T: PersistentAttributeValue>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+                                                             relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
+        Self(name, keyPath, .attribute(T.attributeType, optional: T.isOptional), attribute, relationship, default: initial?().storedValue)
     }
     public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
-                                                               relationship: Schema.Relationship? = nil) -> Self where T.RawValue: PersistentAttributeValue {
-        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: T.RawValue.isOptional), attribute, relationship)
+                                                               relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self
+    where T.RawValue: PersistentAttributeValue {
+        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: T.RawValue.isOptional), attribute, relationship,
+             default: initial?().rawValue.storedValue)
     }
     public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T?>, attribute: Schema.Attribute? = nil,
-                                                               relationship: Schema.Relationship? = nil) -> Self where T.RawValue: PersistentAttributeValue {
-        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: true), attribute, relationship)
+                                                               relationship: Schema.Relationship? = nil, initial: (() -> T?)? = nil) -> Self
+    where T.RawValue: PersistentAttributeValue {
+        Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: true), attribute, relationship, default: initial?()?.rawValue.storedValue)
     }
-    public static func describe<T: Codable>(_ name: String, _ keyPath: KeyPath<Root, T>,
-                                            attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
-        Self(name, keyPath, .attribute(.transformable, optional: T.self is any OptionalValue.Type), attribute, relationship)
+    public static func describe<T: Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+                                            relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
+        let value = initial?()
+        let stored = value.flatMap { ($0 as? any OptionalValue)?.isNil == true ? nil : TransformableCoding.encode($0) }
+        return Self(name, keyPath, .attribute(.transformable, optional: T.self is any OptionalValue.Type), attribute, relationship, default: stored)
     }
     public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T>,
-                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: false), attribute, relationship)
     }
     public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T?>,
-                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> T?)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: true), attribute, relationship)
     }
     public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]>,
-                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> [T])? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
     }
     public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]?>,
-                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil) -> Self {
+                                                    attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> [T]?)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
     }
 }

@@ -218,7 +218,7 @@ extension PersistentModel {
             case .attribute(let type, let optional):
                 let options = property.attribute?.options ?? []
                 attributes.append(ObjectModel.Attribute(
-                    property.name, type, optional: optional, renamingIdentifier: property.attribute?.originalName,
+                    property.name, type, optional: optional, default: property.defaultValue, renamingIdentifier: property.attribute?.originalName,
                     versionHashModifier: property.attribute?.hashModifier,
                     allowsExternalBinaryDataStorage: options.contains(.externalStorage),
                     preservesValueInHistoryOnDeletion: options.contains(.preserveValueOnDeletion),

@@ -16,6 +16,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             var arguments = "\"\(property.name)\", \\\(name).\(property.name)"
             if let attribute = property.attributeArguments { arguments += ", attribute: .init(\(attribute))" }
             if let relationship = property.relationshipArguments { arguments += ", relationship: .init(\(relationship))" }
+            if let initial = property.initialValue { arguments += ", initial: { \(initial) }" }
             return "ObjectStoreData.ModelProperty<\(name)>.describe(\(arguments))"
         }
         let markers = model.properties.map { "self._\($0.name) = ObjectStoreData.PersistedSlot()" }.joined(separator: "\n")
@@ -67,7 +68,8 @@ struct ModelClass {
         let name: String
         let attributeArguments: String?
         let relationshipArguments: String?
-        let hasValue: Bool
+        /// The property's initial value as written, for the attribute's default.
+        let initialValue: String?
     }
 
     let name: String
@@ -108,7 +110,7 @@ struct ModelClass {
             if Self.isUniqueOption(variable) { uniqueness.append([pattern.identifier.text]) }
             properties.append(Property(name: pattern.identifier.text, attributeArguments: attribute,
                                        relationshipArguments: Self.arguments(of: "Relationship", on: variable),
-                                       hasValue: binding.initializer != nil))
+                                       initialValue: binding.initializer?.value.trimmedDescription))
             if binding.initializer == nil && !Self.isOptional(binding.typeAnnotation!.type) { everyPropertyHasValue = false }
         }
     }
