@@ -121,7 +121,7 @@ let package = Package(
                 "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
             ]
         ),
-        .testTarget(name: "ObjectStoreDataTests", dependencies: ["ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "TestSupport"]),
+        .testTarget(name: "ObjectStoreDataTests", dependencies: ["objectstore", "ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
         // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
         .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),
