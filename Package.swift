@@ -122,6 +122,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ObjectStoreDataTests", dependencies: ["objectstore", "ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "TestSupport"]),
+        .testTarget(
+            name: "ObjectStoreDataMacrosTests",
+            dependencies: [
+                "ObjectStoreDataMacros", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ]
+        ),
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
         // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
         .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),

@@ -89,6 +89,10 @@ struct ModelClass {
             return nil
         }
         name = type.name.text
+        defer {
+            var seen: Set<[String]> = []
+            uniqueness = uniqueness.filter { seen.insert($0).inserted }
+        }
         for member in type.memberBlock.members {
             if member.decl.is(InitializerDeclSyntax.self) { declaresInitializer = true }
             if let macro = member.decl.as(MacroExpansionDeclSyntax.self) {
@@ -107,7 +111,7 @@ struct ModelClass {
                 continue
             }
             let attribute = Self.arguments(of: "Attribute", on: variable)
-            if Self.isUniqueOption(variable) { uniqueness.append([pattern.identifier.text]) }
+            if Self.isUniqueOption(variable), !uniqueness.contains([pattern.identifier.text]) { uniqueness.append([pattern.identifier.text]) }
             properties.append(Property(name: pattern.identifier.text, attributeArguments: attribute,
                                        relationshipArguments: Self.arguments(of: "Relationship", on: variable),
                                        initialValue: binding.initializer?.value.trimmedDescription))
