@@ -34,12 +34,12 @@ let package = Package(
                            .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
             path: "Sources/migration-bench"
         ),
-        // Inserts and fetches through ObjectContext against GRDB and a C loop, in one process.
+        // Inserts and fetches through ObjectContext and the typed layer against GRDB and a C loop, in one process.
         .executableTarget(
             name: "context-bench",
             dependencies: ["BenchmarkSupport", "CSQLiteBench", "CBaseline", .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
-                           .product(name: "SQLiteStore", package: "ObjectStore")],
+                           .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "ObjectStoreData", package: "ObjectStore")],
             path: "Sources/context-bench"
         ),
         // The atomic file against C writing and reading the same layout; the in-memory store's creation.

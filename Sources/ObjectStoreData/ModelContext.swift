@@ -23,8 +23,9 @@ public final class ModelContext {
     public let container: ModelContainer
     /// The store layer's context, which tracks changes, keeps inverses in step and saves.
     let objects: ObjectContext
-    /// One model per object.
-    private var models: [ObjectID: any PersistentModel] = [:]
+    /// One model per object, while something holds it (a model holds its context; the context
+    /// keeps each object's values, and makes its model anew when one is asked for again).
+    private var models: [ObjectID: WeakModel] = [:]
     /// Failures of changes, reported by the next save.
     private var deferred: [any Error] = []
 
@@ -82,9 +83,15 @@ public final class ModelContext {
         }
         try objects.save()
         // Deleted models no longer belong to the context.
-        for (id, model) in models where model._$storage.object?.context == nil {
-            model._$storage.object = nil
-            models[id] = nil
+        for (id, entry) in models {
+            guard let model = entry.model else {
+                models[id] = nil
+                continue
+            }
+            if model._$storage.object?.context == nil {
+                model._$storage.object = nil
+                models[id] = nil
+            }
         }
     }
 
@@ -93,10 +100,16 @@ public final class ModelContext {
     public func rollback() {
         deferred = []
         objects.rollback()
-        for (id, model) in models where model._$storage.object?.context == nil {
-            model._$storage.object = nil
-            model._$storage.context = nil
-            models[id] = nil
+        for (id, entry) in models {
+            guard let model = entry.model else {
+                models[id] = nil
+                continue
+            }
+            if model._$storage.object?.context == nil {
+                model._$storage.object = nil
+                model._$storage.context = nil
+                models[id] = nil
+            }
         }
     }
 
@@ -177,7 +190,7 @@ public final class ModelContext {
     /// when first used. A temporary identifier, or one of a model that is gone, gives a model
     /// whose properties read as empty; ``registeredModel(for:)`` says whether the context has it.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
-        if let objectID = id.objectID, let model = models[objectID] { return model }
+        if let objectID = id.objectID, let model = models[objectID]?.model { return model }
         if let objectID = id.objectID, let object = try? objects.object(with: objectID), let model = model(for: object) { return model }
         guard let type = container.schema.type(of: id.entityName) else {
             preconditionFailure("\(id): no model type of the container's schema is named \(id.entityName)")
@@ -187,7 +200,7 @@ public final class ModelContext {
 
     /// The model with `id` if the context holds it, else nil.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        id.objectID.flatMap { models[$0] } as? T
+        id.objectID.flatMap { models[$0]?.model } as? T
     }
 
     // MARK: Models and objects
@@ -198,10 +211,10 @@ public final class ModelContext {
     }
 
     func model(for object: ManagedObject) -> (any PersistentModel)? {
-        if let model = models[object.objectID] { return model }
+        if let model = models[object.objectID]?.model { return model }
         guard let type = container.schema.type(of: object.entity.name) else { return nil }
         let model = type.init(_$storage: ModelStorage(object: object, context: self))
-        models[object.objectID] = model
+        models[object.objectID] = WeakModel(model)
         return model
     }
 
@@ -217,20 +230,20 @@ public final class ModelContext {
         }
         let entity = type(of: model).entityName
         let object: ManagedObject
+        let upserted: Bool
         do {
             if let existing = try uniqueMatch(for: model) {
-                object = existing
+                (object, upserted) = (existing, true)
             } else {
-                object = try objects.insert(entity)
+                (object, upserted) = (try objects.insert(entity), false)
             }
         } catch {
             self.defer(error)
             return nil
         }
-        let upserted = !object.isInserted || models[object.objectID] != nil
         storage.object = object
         storage.context = self
-        if models[object.objectID] == nil { models[object.objectID] = model }
+        if models[object.objectID]?.model == nil { models[object.objectID] = WeakModel(model) }
         // What was set before insertion, now on the object (related models inserted on the way).
         // An upsert takes the new attributes, and adds to the relationships without emptying them.
         let pending = storage.pending
@@ -296,6 +309,12 @@ public final class ModelContext {
         // Autosave: what is left unsaved is saved when the context goes (a failure is dropped, as an autosave's is).
         if autosaveEnabled, objects.hasChanges { try? objects.save() }
     }
+}
+
+/// A model the context does not keep alive.
+struct WeakModel {
+    weak var model: (any PersistentModel)?
+    init(_ model: any PersistentModel) { self.model = model }
 }
 
 /// A failure of a change to models, reported by ``ModelContext/save()``.

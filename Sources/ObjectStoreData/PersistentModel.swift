@@ -29,6 +29,7 @@ extension PersistentModel {
     /// after its deletion is saved.
     public var modelContext: ModelContext? { _$storage.object == nil ? nil : _$storage.context }
 
+
     /// Whether the model was deleted and the deletion not yet saved.
     public var isDeleted: Bool { _$storage.object?.isDeleted ?? false }
 
@@ -64,8 +65,8 @@ public struct PersistedSlot: Sendable {
 public final class ModelStorage {
     /// The context's object, once the model is inserted or fetched.
     var object: ManagedObject?
-    /// The model's context (the context holds its models; a model does not keep its context alive).
-    weak var context: ModelContext?
+    /// The model's context, kept alive by its models (it holds them weakly).
+    var context: ModelContext?
     /// Values set before the model was inserted, by property name.
     var pending: [String: Pending] = [:]
     /// The identity of a model not inserted yet.

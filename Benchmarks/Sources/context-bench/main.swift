@@ -4,10 +4,12 @@ import Foundation
 import GRDB
 import ObjectModel
 import ObjectStore
+import ObjectStoreData
 import SQLiteStore
 
-// The context figures of issue 9, side by side in one process: ObjectContext on a SQLite store
-// against GRDB 7.10 (Codable records) and a C loop, same rows, same settings (WAL, synchronous=NORMAL).
+// The context figures of issue 9, side by side in one process: ObjectContext on a SQLite store, and
+// the typed layer (`@Model`, `#Predicate`, issue 21), against GRDB 7.10 (Codable records) and a C
+// loop, same rows, same settings (WAL, synchronous=NORMAL).
 //
 // context-bench report [objects] [rounds] : every case, `rounds` times each (median), then each case's
 //                                           peak memory in a process of its own; prints a Markdown report
@@ -22,6 +24,8 @@ SQLiteStore.register()
 
 /// Ours (GRDB has a protocol of that name).
 typealias FetchRequest = ObjectStore.FetchRequest
+/// Foundation's (GRDB has a type of that name).
+typealias SortDescriptor = Foundation.SortDescriptor
 
 /// One entity, five attributes (Integer 64 with a fetch index, Double, String, Date, Boolean).
 let model = try ManagedObjectModel(entities: [
@@ -53,6 +57,27 @@ struct Item: Codable, FetchableRecord, PersistableRecord {
     static let databaseDateDecodingStrategy = DatabaseDateDecodingStrategy.timeIntervalSinceReferenceDate
 }
 
+/// The same entity as a typed model (entity `Item`, its own store file).
+enum Typed {
+    @Model
+    final class Item {
+        #Index<Item>([\.number])
+        var number: Int64
+        var amount: Double
+        var name: String
+        var created: Date
+        var flag: Bool
+
+        init(number: Int64, amount: Double, name: String, created: Date, flag: Bool) {
+            self.number = number
+            self.amount = amount
+            self.name = name
+            self.created = created
+            self.flag = flag
+        }
+    }
+}
+
 // MARK: The cases
 
 struct Stores {
@@ -61,6 +86,7 @@ struct Stores {
     var ours: URL { folder.appending(path: "ours.sqlite") }
     var grdb: URL { folder.appending(path: "grdb.sqlite") }
     var c: URL { folder.appending(path: "c.sqlite") }
+    var typed: URL { folder.appending(path: "typed.sqlite") }
     /// The predicate on the indexed attribute: 1 % of the rows.
     var threshold: Int64 { Int64(count / 100) }
     var indexedRequest: FetchRequest {
@@ -68,7 +94,7 @@ struct Stores {
     }
 
     func removeAll() {
-        for url in [ours, grdb, c] { try? SQLiteStoreType().destroy(at: url) }
+        for url in [ours, grdb, c, typed] { try? SQLiteStoreType().destroy(at: url) }
     }
 
     func openGRDB() throws -> DatabaseQueue {
@@ -100,6 +126,38 @@ struct Stores {
             }
             try context.save()
         }
+    }
+
+    /// The typed layer: `@Model` objects inserted into a `ModelContext`, one save.
+    func insertTyped() throws -> Double {
+        try? SQLiteStoreType().destroy(at: typed)
+        let context = ModelContext(try ModelContainer(for: Typed.Item.self, configurations: ModelConfiguration(url: typed)))
+        return try seconds {
+            for key in 1...Int64(count) {
+                context.insert(Typed.Item(number: number(key, of: count), amount: amount(key), name: name(key), created: created(key), flag: flag(key)))
+            }
+            try context.save()
+        }
+    }
+
+    /// A typed fetch of every model, or of those `#Predicate` selects by the index, on a warm
+    /// store; each time in a new context, so that every model is made anew.
+    func fetchTyped(_ filter: Bool, expecting expected: Int) throws -> Double {
+        let container = try ModelContainer(for: Typed.Item.self, configurations: ModelConfiguration(url: typed))
+        let threshold = self.threshold
+        let descriptor = FetchDescriptor<Typed.Item>(predicate: filter ? #Predicate { $0.number < threshold } : nil)
+        _ = try ModelContext(container).fetch(descriptor)
+        let context = ModelContext(container)
+        var items: [Typed.Item] = []
+        let time = try seconds { items = try context.fetch(descriptor) }
+        guard items.count == expected, items.allSatisfy({ !$0.name.isEmpty }) else { throw failure("the typed fetch gave \(items.count) models, not \(expected)") }
+        return time
+    }
+
+    func typedPlan() throws -> [String] {
+        let threshold = self.threshold
+        let context = ModelContext(try ModelContainer(for: Typed.Item.self, configurations: ModelConfiguration(url: typed)))
+        return try context.queryPlan(FetchDescriptor<Typed.Item>(predicate: #Predicate { $0.number < threshold }))
     }
 
     func insertGRDB() throws -> Double {
@@ -203,6 +261,9 @@ func run(_ name: String, _ stores: Stores) throws {
     case "fetch-grdb": _ = try stores.fetchGRDB(false, expecting: all)
     case "indexed-ours": _ = try stores.fetchOurs(stores.indexedRequest, expecting: some)
     case "indexed-grdb": _ = try stores.fetchGRDB(true, expecting: some)
+    case "insert-typed": _ = try stores.insertTyped()
+    case "fetch-typed": _ = try stores.fetchTyped(false, expecting: all)
+    case "indexed-typed": _ = try stores.fetchTyped(true, expecting: some)
     default: throw failure("no case named \(name)")
     }
 }
@@ -236,12 +297,15 @@ case "report":
         times["insert-c", default: []].append(try stores.insertC())
         times["insert-grdb", default: []].append(try stores.insertGRDB())
         times["insert-ours", default: []].append(try stores.insertOurs())
+        times["insert-typed", default: []].append(try stores.insertTyped())
         times["fetch-c", default: []].append(try stores.fetchC(false, expecting: count))
         times["fetch-grdb", default: []].append(try stores.fetchGRDB(false, expecting: count))
         times["fetch-ours", default: []].append(try stores.fetchOurs(FetchRequest(entity: "Item"), expecting: count))
+        times["fetch-typed", default: []].append(try stores.fetchTyped(false, expecting: count))
         times["indexed-c", default: []].append(try stores.fetchC(true, expecting: some))
         times["indexed-grdb", default: []].append(try stores.fetchGRDB(true, expecting: some))
         times["indexed-ours", default: []].append(try stores.fetchOurs(stores.indexedRequest, expecting: some))
+        times["indexed-typed", default: []].append(try stores.fetchTyped(true, expecting: some))
     }
     let time = times.mapValues(median)
 
@@ -255,7 +319,9 @@ case "report":
 
     // Peaks: each case in a process of its own (the fetch cases read the stores the rounds left).
     var peak: [String: Int] = [:]
-    for name in ["insert-ours", "insert-grdb", "fetch-ours", "fetch-grdb", "indexed-ours", "indexed-grdb"] {
+    let typedPlan = try stores.typedPlan()
+    let typedUsesIndex = typedPlan.contains { $0.contains("USING INDEX") && $0.contains("number") }
+    for name in ["insert-ours", "insert-grdb", "fetch-ours", "fetch-grdb", "indexed-ours", "indexed-grdb", "insert-typed", "fetch-typed", "indexed-typed"] {
         log("peak memory: \(name) in a process of its own…")
         peak[name] = try childPeak(name, stores)
     }
@@ -270,10 +336,14 @@ case "report":
         let ours = time["\(key)-ours"]!, grdb = time["\(key)-grdb"]!, c = time["\(key)-c"]!
         return "| \(label) | \(ms(ours)) | \(ms(grdb)) | \(ratio(ours, grdb)) | \(target) | \(verdict(ours / grdb <= limit)) | \(ms(c)) (\(ratio(ours, c))) |"
     }
-    func memoryRow(_ label: String, _ key: String) -> String {
-        let ours = peak["\(key)-ours"]!, grdb = peak["\(key)-grdb"]!
+    func memoryRow(_ label: String, _ key: String, side: String = "ours") -> String {
+        let ours = peak["\(key)-\(side)"]!, grdb = peak["\(key)-grdb"]!
         let r = Double(ours) / Double(grdb)
         return "| \(label) | \(mib(ours)) | \(mib(grdb)) | \(String(format: "%.2f×", r)) | ≤ 2× | \(verdict(r <= 2)) |"
+    }
+    func typedRow(_ label: String, _ key: String, target: String, limit: Double) -> String {
+        let typed = time["\(key)-typed"]!, grdb = time["\(key)-grdb"]!, c = time["\(key)-c"]!
+        return "| \(label) | \(ms(typed)) | \(ms(grdb)) | \(ratio(typed, grdb)) | \(target) | \(verdict(typed / grdb <= limit)) | \(ms(c)) (\(ratio(typed, c))) |"
     }
     print("""
     \(count) objects of one entity (Integer 64 with a fetch index, Double, String, Date, Boolean), SQLite \(version), \
@@ -294,6 +364,22 @@ case "report":
     Plan of the indexed fetch (`SQLiteStore.queryPlan`): \(plan.map { "`\($0)`" }.joined(separator: ", ")) — \
     index \(usesIndex ? "used" : "**not used**"), \(sorts ? "**a sort step**" : "no sort step").
 
+    The typed layer (`@Model` class, `ModelContext`, `#Predicate`), the same rows:
+
+    | case | typed | GRDB 7.10 | typed / GRDB | target | | C loop (typed / C) |
+    |---|---|---|---|---|---|---|
+    \(typedRow("insert \(count) models, save once", "insert", target: "≤ 1×", limit: 1))
+    \(typedRow("fetch all as models", "fetch", target: "≤ 1.5×", limit: 1.5))
+    \(typedRow("`#Predicate { $0.number < \(stores.threshold) }` (\(some) models, indexed)", "indexed", target: "≤ 1.5×", limit: 1.5))
+
+    | peak resident memory (each case in its own process) | typed | GRDB 7.10 | typed / GRDB | target | |
+    |---|---|---|---|---|---|
+    \(memoryRow("insert \(count), save once", "insert", side: "typed"))
+    \(memoryRow("fetch all", "fetch", side: "typed"))
+
+    Plan of the typed indexed fetch (`ModelContext.queryPlan`): \(typedPlan.map { "`\($0)`" }.joined(separator: ", ")) — \
+    index \(typedUsesIndex ? "used" : "**not used**").
+
     """)
     let thresholds = try Thresholds(benchmark: "context-bench")
     thresholds.record("insert, save once: ObjectContext / GRDB", time["insert-ours"]! / time["insert-grdb"]!)
@@ -301,6 +387,11 @@ case "report":
     thresholds.record("peak memory, insert: ObjectContext / GRDB", Double(peak["insert-ours"]!) / Double(peak["insert-grdb"]!))
     thresholds.record("peak memory, fetch all: ObjectContext / GRDB", Double(peak["fetch-ours"]!) / Double(peak["fetch-grdb"]!))
     thresholds.record("indexed fetch: index unused or a sort step (0 = neither)", usesIndex && !sorts ? 0 : 1)
+    thresholds.record("typed insert, save once: typed / GRDB", time["insert-typed"]! / time["insert-grdb"]!)
+    thresholds.record("typed fetch all: typed / GRDB", time["fetch-typed"]! / time["fetch-grdb"]!)
+    thresholds.record("typed indexed fetch: typed / GRDB", time["indexed-typed"]! / time["indexed-grdb"]!)
+    thresholds.record("typed indexed fetch: index unused (0 = used)", typedUsesIndex ? 0 : 1)
+    thresholds.record("peak memory, typed fetch all: typed / GRDB", Double(peak["fetch-typed"]!) / Double(peak["fetch-grdb"]!))
     thresholds.finish()
 
 default:
