@@ -20,7 +20,8 @@ import ObjectStore
 /// What it detects: page numbers out of the file, pages that are not what their
 /// parent says (number, kind), bounds and offsets outside the page, keys and data
 /// that overrun their page, overflow runs out of the file, loops, trees deeper than
-/// their records say; keys out of order (in a page, or outside the range their parent
+/// their records say; tree and node flags no store writes (sorted duplicates, which liblmdb
+/// would follow into structures that are not there); keys out of order (in a page, or outside the range their parent
 /// gives them); a tree holding other numbers of entries, branch, leaf or overflow pages
 /// than its record says; and pages neither in a tree nor free, or both (liblmdb's own
 /// audit: every page below the last is a meta page, a page of a tree, or listed free).
@@ -96,6 +97,12 @@ struct LMDBPageWalk {
     }
 
     private mutating func walkDatabase(record: Int, name: String, subdatabases: Bool, freeList: Bool = false) throws {
+        // The tree's flags: integer keys for the free-page tree, none for the others (a store opens
+        // its databases without flags; a flag such as sorted duplicates sends liblmdb down
+        // structures the pages do not hold). The free-page tree's record also keeps the
+        // environment's flags, of which a store's environment has `MDB_NOSUBDIR` (0x4000).
+        let flags = u16(record + 4)
+        guard (freeList ? flags & ~0x4000 : flags) == (freeList ? 0x08 : 0) else { throw fail("\(name) has database flags \(flags), which no store writes") }
         let depth = u16(record + 6)
         let root = u64(record + 40)
         let recorded = Counts(branch: u64(record + 8), leaf: u64(record + 16), overflow: u64(record + 24), entries: u64(record + 32))
@@ -173,6 +180,10 @@ struct LMDBPageWalk {
                 continue
             }
             counts.entries += 1
+            // A leaf's node is plain, big data, or (in the main tree) a database record: nothing else.
+            guard nodeFlags == 0 || nodeFlags == 0x01 || (nodeFlags == 0x02 && subdatabases) else {
+                throw fail("node \(i) of page \(number) of \(name) has flags \(nodeFlags), which no store writes")
+            }
             let dataSize = Int(low)
             let dataStart = offset + 8 + key.count
             var value = base + dataStart
@@ -184,8 +195,8 @@ struct LMDBPageWalk {
                 value = Int(first) * pageSize + 16
             } else {
                 guard dataStart + dataSize <= pageSize else { throw fail("the value of node \(i) of page \(number) overruns its page") }
-                if nodeFlags & 0x02 != 0 {
-                    guard subdatabases, dataSize == 48 else { throw fail("node \(i) of page \(number) holds a malformed database record") }
+                if nodeFlags == 0x02 {
+                    guard dataSize == 48 else { throw fail("node \(i) of page \(number) holds a malformed database record") }
                     let name = String(decoding: data[key.at ..< key.at + key.count], as: UTF8.self)
                     try walkDatabase(record: base + dataStart, name: "database \(name)", subdatabases: false)
                 }

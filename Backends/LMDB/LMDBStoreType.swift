@@ -170,6 +170,17 @@ public struct LMDBStoreType: StoreType {
                 throw StoreError(.corrupt, "meta page \(page) is damaged: it gives another page size", url: url)
             }
             let meta = (page: page, txn: uint64(data, base + 144), last: uint64(data, base + 136))
+            // liblmdb writes transaction n's meta page at n mod 2 (both say 0 in a new file).
+            guard meta.txn == 0 || meta.txn % 2 == UInt64(page) else {
+                throw StoreError(.corrupt, "meta page \(page) is damaged: it names transaction \(meta.txn), which is never written to it", url: url)
+            }
+            if let other = best {
+                // The other holds the transaction before: the two are one apart, or both 0.
+                guard max(other.txn, meta.txn) - min(other.txn, meta.txn) == 1 || (other.txn == 0 && meta.txn == 0) else {
+                    throw StoreError(.corrupt, "the meta pages are damaged: they name transactions \(other.txn) and \(meta.txn), "
+                                     + "where one is the other's next", url: url)
+                }
+            }
             if best == nil || meta.txn > best!.txn { best = meta }
         }
         let pages = UInt64(data.count / pageSize)

@@ -334,6 +334,9 @@ final class SQLiteReader {
 
     private func fetchPlan(_ request: FetchRequest) throws -> FetchPlan {
         let entity = try self.entity(request.entityName)
+        if let predicate = request.predicate, let description = model.entity(named: request.entityName) {
+            try PredicateEvaluator.check(predicate, on: description, in: model)
+        }
         let kinds = request.includesSubentities ? entity.kinds : [entity.number]
         let query = SQLiteQuery(entity: request.entityName, schema: schema, model: model)
         let plan = query.plan(request.predicate)

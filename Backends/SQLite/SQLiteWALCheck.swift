@@ -69,8 +69,9 @@ enum SQLiteWALCheck {
             return nil
         }
         guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else { return nil }
-        // Checksums in the byte order the magic says; with a damaged magic, the machine's (what SQLite writes).
-        for bigEndian in valid ? [headerMagic & 1 == 1] : [false, true] {
+        // Checksums in the byte order the magic says; with a damaged header, in either (the magic's
+        // low bit, which gives the order, may be the damage).
+        for bigEndian in headerRight ? [headerMagic & 1 == 1] : [false, true] {
             if let found = scan(log, header: header, headerRight: headerRight, pageSize: pageSize, bigEndian: bigEndian, main: main) { return found }
         }
         return nil

@@ -56,6 +56,7 @@ extension RowSource {
         guard let entity = model.entity(named: request.entityName) else {
             throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
         }
+        if let predicate = request.predicate { try PredicateEvaluator.check(predicate, on: entity, in: model) }
         let box = RowSourceBox(source: self, model: model)
         var subjects: [RowSubject<Self>] = []
         for name in request.includesSubentities ? entity.kindNames : [entity.name] {

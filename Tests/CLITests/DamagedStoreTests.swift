@@ -119,10 +119,16 @@ struct DamagedStoreTests {
         #expect((1...10).allSatisfy { undamaged.stdout.contains("\"logged \($0)\"") }, "the -wal's transactions are read")
         var generator = SeededGenerator(state: 0xBAD_106)
         var refused = 0
-        for round in 0..<Self.count {
+        // First the low bit of each header byte (the magic's low bit gives the checksums' byte
+        // order: flipped, SQLite ignores the whole -wal), then bytes changed at random.
+        for round in 0..<(32 + Self.count) {
             var bad = wal
             var places: [Int] = []
-            for _ in 0..<Int.random(in: 1...8, using: &generator) {
+            if round < 32 {
+                bad[round] ^= 1
+                places.append(round)
+            }
+            for _ in 0..<(round < 32 ? 0 : Int.random(in: 1...8, using: &generator)) {
                 let at = Int.random(in: 0..<bad.count, using: &generator)
                 bad[at] ^= UInt8.random(in: 1...255, using: &generator)
                 places.append(at)

@@ -147,7 +147,9 @@ struct DataCommandTests {
     }
 
     @Test("a --where that does not apply is refused before anything is written: stdout empty, an --output file not made, exit 1",
-          arguments: ["nmae == 'Ada'", "title == 'x'", "name.first == 'A'", "name MATCHES '('", "pages.@count > 1", "friends.nme == 'x'"])
+          arguments: ["nmae == 'Ada'", "title == 'x'", "name.first == 'A'", "name MATCHES '('", "pages.@count > 1", "friends.nme == 'x'",
+                      // A constant its attribute's values never compare with (false for every object).
+                      "i32 == '3'", "name > 3", "born > 'junk'", "flag == 1", "i64 IN {1, 'x'}", "friends.dbl BETWEEN {'a', 2}"])
     func whereRefusedFirst(_ predicate: String) throws {
         let workspace = try Workspace()
         let model = try workspace.write(everythingModel, to: "model.json")
@@ -166,6 +168,26 @@ struct DataCommandTests {
         let fine = try CLI.run("export", store, "--entity", "Person", "--where", "friends.name == 'Ada' OR mentees.@count >= 2")
         #expect(fine.status == 0 && fine.stdout.contains("\"name\": \"Ada\"") && fine.stdout.contains("Bøb") && !fine.stdout.contains("\"name\": \"\""),
                 "\(fine.stderr)")
+    }
+
+    @Test("a key of a sub-entity across a relationship: the objects of the other sub-entities have no value for it, on every backend",
+          arguments: CLI.backends)
+    func subEntityKeyAcrossRelationship(_ type: String) throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(everythingModel, to: "model.json")
+        let store = workspace.url.appending(path: "s.\(type)").path
+        #expect(try CLI.run("import", store, try workspace.write(everythingData, to: "data.json"), "--model", model).status == 0)
+        // Queue holds a film and two books of 100 pages (the default); Empty holds nothing.
+        for (predicate, lists) in [("ANY items.pages > 50", ["Queue"]), ("ANY items.minutes > 90", ["Queue"]), ("ANY items.minutes > 95", []),
+                                   ("NONE items.pages > 50", ["Empty"]), ("items.@count == 0", ["Empty"])] {
+            let result = try CLI.run("export", store, "--entity", "List", "--where", predicate)
+            #expect(result.status == 0, "\(predicate): \(result.stderr)")
+            let document = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: [[String: Any]]]
+            #expect(document?["List"]?.compactMap { $0["name"] as? String }.sorted() == lists, "\(type): \(predicate): \(result.stdout)")
+        }
+        // A key no sub-entity has is still refused.
+        let unknown = try CLI.run("export", store, "--entity", "List", "--where", "ANY items.pagez > 1")
+        #expect(unknown.status == 1 && unknown.stdout.isEmpty && unknown.stderr.contains("unknown key pagez"), "\(unknown.stderr)")
     }
 
     @Test("import reads its document from a pipe: - and /dev/stdin; the store holds what the text says")

@@ -100,14 +100,25 @@ struct FileSafetyTests {
         let folder = workspace.url.appending(path: "folder.\(type)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let text = try workspace.write("my notes", to: "notes.\(type)")
-        for destination in [folder.path, text] {
+        // Files that only begin like a store: another program's SQLite database, a SQLite header
+        // followed by text, a store type's magic followed by text.
+        let database = workspace.url.appending(path: "theirs.\(type)")
+        let theirs = try RawDatabase(database, readOnly: false, create: true)
+        try theirs.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        theirs.close()
+        let fakeSQLite = try workspace.write("SQLite format 3\0 and then my notes", to: "fake-sqlite.\(type)")
+        let fakeAtomic = try workspace.write("OBJSTORE is the name of my diary", to: "diary.\(type)")
+        let kept = try [database.path, fakeSQLite, fakeAtomic].map { ($0, try Data(contentsOf: URL(filePath: $0))) }
+        for destination in [folder.path, text] + kept.map(\.0) {
             let result = try CLI.run("convert", store, destination, "--force")
-            #expect(result.status == 1 && result.stderr.contains("--force replaces only a store"), "\(result.stderr)")
+            #expect(result.status == 1 && result.stderr.contains("--force replaces only a store"), "\(destination): \(result.stderr)")
             // Refused before converting: no progress line, no staged store left.
             #expect(!result.stderr.contains("create objects"), "\(result.stderr)")
         }
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) == [])
         #expect(try String(contentsOfFile: text, encoding: .utf8) == "my notes")
+        for (file, bytes) in kept { #expect(try Data(contentsOf: URL(filePath: file)) == bytes, "\(file) changed") }
+        #expect(try RawDatabase(database).strings("SELECT x FROM t") == [["1"]])
         #expect(files(workspace).allSatisfy { !$0.contains(".converting-") })
     }
 

@@ -154,6 +154,38 @@ struct LMDBStoreTests {
         ("the second meta page naming another page", { url in var d = try Data(contentsOf: url); d[4096] = 7; try d.write(to: url) }),
         ("a meta page not flagged as one", { url in var d = try Data(contentsOf: url); d[10] = 0x01; try d.write(to: url) }),
         ("a second meta page with another page size", { url in var d = try Data(contentsOf: url); d[4096 + 41] ^= 0x20; try d.write(to: url) }),
+        // liblmdb has no checksum on its meta pages: it takes the one with the higher transaction
+        // number, so a bit flipped there would make it read the store as it was before.
+        ("the older meta page naming a transaction far ahead", { url in
+            var d = try Data(contentsOf: url)
+            let older = littleEndian64(d, 144) < littleEndian64(d, 4096 + 144) ? 0 : 4096
+            d[older + 147] ^= 1
+            try d.write(to: url)
+        }),
+        ("a meta page naming a transaction of the other meta page", { url in
+            var d = try Data(contentsOf: url); d[144] ^= 1; d[4096 + 144] ^= 1; try d.write(to: url)
+        }),
+        // The flags of a database's node in the main tree: sorted duplicates (0x04) next to the
+        // database flag made liblmdb follow a structure that is not there (a SIGSEGV).
+        ("a database node flagged as sorted duplicates", { url in
+            var d = try Data(contentsOf: url)
+            let current = littleEndian64(d, 144) > littleEndian64(d, 4096 + 144) ? 0 : 4096
+            let root = Int(littleEndian64(d, current + 16 + 24 + 48 + 40)) * 4096
+            let nodes = ((Int(d[root + 12]) | Int(d[root + 13]) << 8) - 16) / 2
+            let node = try #require((0..<nodes).lazy.map { root + (Int(d[root + 16 + 2 * $0]) | Int(d[root + 17 + 2 * $0]) << 8) }.first { d[$0 + 4] == 0x02 })
+            d[node + 4] = 0x06
+            try d.write(to: url)
+        }),
+        ("a database record with sorted duplicates", { url in
+            var d = try Data(contentsOf: url)
+            let current = littleEndian64(d, 144) > littleEndian64(d, 4096 + 144) ? 0 : 4096
+            let root = Int(littleEndian64(d, current + 16 + 24 + 48 + 40)) * 4096
+            let nodes = ((Int(d[root + 12]) | Int(d[root + 13]) << 8) - 16) / 2
+            let node = try #require((0..<nodes).lazy.map { root + (Int(d[root + 16 + 2 * $0]) | Int(d[root + 17 + 2 * $0]) << 8) }.first { d[$0 + 4] == 0x02 })
+            let keySize = Int(d[node + 6]) | Int(d[node + 7]) << 8
+            d[node + 8 + keySize + 4] |= 0x04
+            try d.write(to: url)
+        }),
         ("an LMDB environment that is not a store", { url in
             try FileManager.default.removeItem(at: url)
             try rawEnvironment(url, database: "notes", key: Data("a".utf8), value: Data("b".utf8))
@@ -430,4 +462,9 @@ struct LMDBStoreTests {
         #expect(try store.scanBatch(entity: "Truck", after: nil, limit: 10).primaryKeys == [5, 6, 7])
         #expect(try store.lastAllocatedKey(entity: "Truck") == 7)
     }
+}
+
+/// The little-endian 64-bit word at `offset`.
+private func littleEndian64(_ data: Data, _ offset: Int) -> UInt64 {
+    (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[offset + $1]) << (8 * $1) }
 }

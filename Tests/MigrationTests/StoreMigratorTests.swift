@@ -388,6 +388,37 @@ struct PersistentContainerTests {
         }
     }
 
+    @Test("recreate leaves a store a writer changed after it was judged incompatible as written, and recreates one no one wrote",
+          arguments: ["sqlite", "lmdb", "atomic"])
+    func recreateAfterWrite(_ type: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", type)
+        try makeStore(type, at: url, model: History.model("dev"), json: History.document("dev"))
+        let storeType = Backends.type(type)
+        let assessed = storeType.filesState(at: url)
+        // Reading changes nothing that counts.
+        let reader = try storeType.open(at: url, model: History.model("dev"), options: StoreOptions(readOnly: true))
+        _ = try reader.fetch(FetchRequest(entity: "Note"))
+        try reader.close()
+        #expect(storeType.filesState(at: url) == assessed)
+        // A writer commits one folder in between.
+        let writer = try storeType.open(at: url, model: History.model("dev"), options: StoreOptions())
+        var changes = ChangeSet()
+        changes.inserted = [ObjectRecord(key: ObjectKey("Folder", try writer.allocatePrimaryKeys(entity: "Folder", count: 1).lowerBound),
+                                         attributes: ["name": .string("written meanwhile")])]
+        try writer.save(changes)
+        try writer.close()
+        let error = try #require(throws: StoreError.self) { try storeType.recreate(at: url, model: History.model("v4"), unchangedSince: assessed) }
+        #expect(error.code == .busy && error.message.contains("left as written"), "\(error)")
+        let kept = try storeType.open(at: url, model: History.model("dev"), options: StoreOptions(readOnly: true))
+        #expect(try kept.fetch(FetchRequest(entity: "Folder")).contains { $0.attributes["name"] == .string("written meanwhile") })
+        #expect(try kept.fetch(FetchRequest(entity: "Note")).count == 3)
+        try kept.close()
+        // Judged again, with no writer: recreated.
+        try storeType.recreate(at: url, model: History.model("v4"), unchangedSince: storeType.filesState(at: url))
+        #expect(try History.versions.version(matching: storeType.readMetadata(at: url)).name == "v4")
+    }
+
     @Test("move-aside and recreate refuse, untouched: a store at a version the model has (no mapping for a step), of another type, of another model")
     func refusals() throws {
         let workspace = try Workspace()

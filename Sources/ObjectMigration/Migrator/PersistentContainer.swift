@@ -89,6 +89,7 @@ public final class PersistentContainer: Sendable {
         var migration: MigrationResult?
         var movedAside: URL?
         if storeType.storeExists(at: storeURL) {
+            let assessed = storeType.filesState(at: storeURL)
             do {
                 migration = try migrate()
             } catch let error where Self.isIncompatibility(error) && options.onIncompatibleStore != .fail {
@@ -96,7 +97,7 @@ public final class PersistentContainer: Sendable {
                 // set aside or recreated (``IncompatibleStore``); a damaged one is moved aside, never deleted.
                 let assessment = try IncompatibleStore.assess(at: storeURL, type: storeType, versions: versions, failure: error, registry: registry)
                 if options.onIncompatibleStore == .recreate && assessment == .unknownVersion {
-                    try storeType.recreate(at: storeURL, model: versions.current)
+                    try storeType.recreate(at: storeURL, model: versions.current, unchangedSince: assessed)
                 } else {
                     movedAside = try storeType.moveAside(at: storeURL, fresh: versions.current)
                 }

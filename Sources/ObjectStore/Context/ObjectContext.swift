@@ -118,6 +118,7 @@ public final class ObjectContext {
         guard let entity = model.entity(named: request.entityName) else {
             throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
         }
+        if let predicate = request.predicate { try PredicateEvaluator.check(predicate, on: entity, in: model) }
         let store = try coordinator.store(forEntity: entity.name)
         guard hasChanges else { return try materialize(request, from: store) }
 

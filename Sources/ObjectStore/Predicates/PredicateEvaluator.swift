@@ -32,6 +32,9 @@ public protocol PredicateSubject {
 /// - A key path through a to-many yields a collection: without a quantifier the
 ///   comparison is true when it holds for any element (`CONTAINS` on a collection
 ///   of values tests membership); `ANY`, `ALL` and `NONE` quantify explicitly.
+/// - Across a relationship, a key of one sub-entity of the destination is allowed: objects of
+///   the other sub-entities have no value for it (`ANY items.pageCount > 100` over books and
+///   magazines), as their rows have NULL in its column in SQLite.
 /// - `@count` after a to-many gives its number of objects.
 /// - `LIKE` takes `*` and `?` wildcards; `MATCHES` an ICU regular expression that must match the whole string.
 public enum PredicateEvaluator {
@@ -81,7 +84,9 @@ public enum PredicateEvaluator {
 
     static func resolve(_ path: String, on subject: any PredicateSubject) throws -> Operand {
         var current = Walk.object(subject)
+        var acrossRelationship = false
         for key in path.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+            defer { acrossRelationship = true }
             if key == "@count" {
                 switch current {
                 case .objects(let list): current = .single(.integer(Int64(list.count)))
@@ -95,7 +100,11 @@ public enum PredicateEvaluator {
                 current = .single(nil)
             case .object(let object?):
                 guard let resolved = try object.resolve(key) else {
-                    throw StoreError(.invalidFetch, "\(path): unknown key \(key)")
+                    // Across a relationship, an object of a sub-entity that lacks a sibling's
+                    // property has no value for it (as a column SQLite holds NULL in).
+                    guard acrossRelationship else { throw StoreError(.invalidFetch, "\(path): unknown key \(key)") }
+                    current = .single(nil)
+                    continue
                 }
                 switch resolved {
                 case .value(let v): current = .single(v)
@@ -106,9 +115,11 @@ public enum PredicateEvaluator {
                 var values: [Value?] = []
                 var objects: [any PredicateSubject] = []
                 var sawValue = false
+                var lacking = 0
                 for object in list {
                     guard let resolved = try object.resolve(key) else {
-                        throw StoreError(.invalidFetch, "\(path): unknown key \(key)")
+                        lacking += 1   // of a sub-entity without this property (see above)
+                        continue
                     }
                     switch resolved {
                     case .value(let v): values.append(v); sawValue = true
@@ -116,7 +127,7 @@ public enum PredicateEvaluator {
                     case .objects(let os): objects += os
                     }
                 }
-                current = sawValue ? .many(values) : .objects(objects)
+                current = sawValue ? .many(values + Array(repeating: nil, count: lacking)) : .objects(objects)
             case .single(nil):
                 current = .single(nil)
             case .single, .many:

@@ -67,13 +67,21 @@ extension StoreType {
     /// lock (``withWriteLock(at:_:)``), the old store's sidecars removed before its main file is
     /// replaced: every moment shows one whole store. The new store keeps the old one's
     /// permission bits.
-    /// - Throws: ``StoreError`` with ``StoreError/Code/busy`` when a writer keeps the lock;
-    ///   the store is then as it was.
-    public func recreate(at given: URL, model: ManagedObjectModel) throws {
+    ///
+    /// With `assessed`, the store's files as they were when it was judged incompatible
+    /// (``filesState(at:)``): a store written since (a writer that committed while this one
+    /// waited for the lock) is left as written, and nothing is recreated.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/busy`` when a writer keeps the lock, or
+    ///   wrote the store after `assessed`; the store is then as it was.
+    public func recreate(at given: URL, model: ManagedObjectModel, unchangedSince assessed: StoreFilesState? = nil) throws {
         let url = FileOperations.resolved(given)
         let staged = try freshStore(beside: url, model: model)
         do {
             try withWriteLock(at: url) {
+                if let assessed, filesState(at: url) != assessed {
+                    throw StoreError(.busy, "another process wrote the store after it was found incompatible: it is left as written and "
+                                     + "was not recreated (run again when no process has it open)", url: url)
+                }
                 let kept = FileOperations.attributes(url)
                 try install(fresh: staged.url, at: url)
                 if let kept { try FileOperations.apply(kept, to: url) }
@@ -83,6 +91,20 @@ extension StoreType {
             staged.discard(self)
             throw error
         }
+    }
+
+    /// The state of the store's files (each one's identity, size and modification time, or its
+    /// absence), to tell whether a writer has changed the store since: files readers and lockers
+    /// change as well (lock files, SQLite's `-shm`) are left out, and an empty file counts as
+    /// none (SQLite makes an empty `-wal` where there was none when a connection opens).
+    public func filesState(at given: URL) -> StoreFilesState {
+        let url = FileOperations.resolved(given)
+        let changedByReaders = fileURLs(for: url).filter { ["-lock", "-shm"].contains(where: $0.lastPathComponent.hasSuffix) }
+        return StoreFilesState(files: fileURLs(for: url).filter { !changedByReaders.contains($0) }.map { file in
+            var info = stat()
+            guard lstat(file.path, &info) == 0, info.st_size > 0 else { return "\(file.lastPathComponent): none" }
+            return "\(file.lastPathComponent): \(info.st_dev)/\(info.st_ino) \(info.st_size) bytes, modified \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        })
     }
 
     /// An empty store of `model`, made and closed under a staged name beside `url`.
@@ -132,4 +154,10 @@ extension StoreType {
         guard let carrying = self as? any CarriedModelReading else { return nil }
         return try carrying.carriedModel(at: url)
     }
+}
+
+/// A store's files at one moment (``StoreType/filesState(at:)``): equal states mean no writer
+/// changed the store in between.
+public struct StoreFilesState: Equatable, Sendable {
+    fileprivate let files: [String]
 }

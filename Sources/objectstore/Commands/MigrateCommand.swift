@@ -78,6 +78,8 @@ struct MigrateCommand: ParsableCommand {
         let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [])
         let url = URL(filePath: store)
         let plan: MigrationPlan
+        // The store as it is judged: --on-incompatible recreate destroys nothing written after.
+        let assessed = type.filesState(at: url)
         do {
             // Objects are counted for the reports that show them (counting reads every row on SQLite).
             plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
@@ -102,7 +104,7 @@ struct MigrateCommand: ParsableCommand {
                 report["movedTo"] = aside.path
                 if !json { output("moved aside: \(aside.path)") }
             } else {
-                try type.recreate(at: url, model: fresh)
+                try type.recreate(at: url, model: fresh, unchangedSince: assessed)
                 report["status"] = "recreated"
                 if !json { output("recreated \(store) at \(version)") }
             }

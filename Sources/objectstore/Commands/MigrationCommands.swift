@@ -92,13 +92,18 @@ struct ConvertCommand: ParsableCommand {
             if onServer {
                 existing = toType
             } else {
-                // --force replaces a store, nothing else: a folder, a device or a file of no store type
-                // is refused before anything is converted.
+                // --force replaces a store, nothing else: a folder, a device, a file of no store type, or
+                // one that only begins like a store (another program's SQLite database, a file that
+                // starts with a store's magic) is refused before anything is converted. A store is what
+                // its type reads the metadata of.
                 do {
-                    existing = try StoreLocator.type(for: destinationURL.path, explicit: nil)
+                    let type = try StoreLocator.type(for: destinationURL.path, explicit: nil)
+                    _ = try type.readMetadata(at: destinationURL)
+                    existing = type
                 } catch {
                     let why = (error as? StoreError)?.message ?? "its content is no store type's"
-                    throw CLIError("\(destination): not replaced: --force replaces only a store, and this is not one (\(why))")
+                    throw CLIError("\(destination): not replaced: --force replaces only a store this tool can read, and this is not one (\(why)); "
+                                   + "remove it yourself if it is to go")
                 }
             }
         }
