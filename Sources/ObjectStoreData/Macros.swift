@@ -22,7 +22,7 @@
 /// each, `RawRepresentable` `Codable` enums (stored as their raw value) and other `Codable`
 /// types (stored as JSON, in a Transformable attribute). A property of a model type, an
 /// optional of one or an array of one is a relationship (docs/typed-models.md).
-@attached(member, names: named(_$storage), named(_$properties), named(_$uniqueness), named(_$indexes), named(init))
+@attached(member, names: named(_$storage), named(entityName), named(_$properties), named(_$uniqueness), named(_$indexes), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel)
 public macro Model() = #externalMacro(module: "ObjectStoreDataMacros", type: "ModelMacro")

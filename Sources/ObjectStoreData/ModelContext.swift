@@ -23,9 +23,6 @@ public final class ModelContext {
     public let container: ModelContainer
     /// The store layer's context, which tracks changes, keeps inverses in step and saves.
     let objects: ObjectContext
-    /// One model per object, while something holds it (a model holds its context; the context
-    /// keeps each object's values, and makes its model anew when one is asked for again).
-    private var models: [ObjectID: WeakModel] = [:]
     /// Failures of changes, reported by the next save.
     private var deferred: [any Error] = []
 
@@ -81,36 +78,16 @@ public final class ModelContext {
             deferred = []
             throw first
         }
+        // Deleted models no longer belong to the context: their objects leave it.
         try objects.save()
-        // Deleted models no longer belong to the context.
-        for (id, entry) in models {
-            guard let model = entry.model else {
-                models[id] = nil
-                continue
-            }
-            if model._$storage.object?.context == nil {
-                model._$storage.object = nil
-                models[id] = nil
-            }
-        }
     }
 
     /// Discards every unsaved change: inserted models leave the context, changed ones get their
     /// saved values back, deleted ones stay.
     public func rollback() {
         deferred = []
+        // Inserted models leave the context with their objects.
         objects.rollback()
-        for (id, entry) in models {
-            guard let model = entry.model else {
-                models[id] = nil
-                continue
-            }
-            if model._$storage.object?.context == nil {
-                model._$storage.object = nil
-                model._$storage.context = nil
-                models[id] = nil
-            }
-        }
     }
 
     /// Runs `block`, then saves what it changed; when it throws (or the save fails), everything
@@ -190,7 +167,6 @@ public final class ModelContext {
     /// when first used. A temporary identifier, or one of a model that is gone, gives a model
     /// whose properties read as empty; ``registeredModel(for:)`` says whether the context has it.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
-        if let objectID = id.objectID, let model = models[objectID]?.model { return model }
         if let objectID = id.objectID, let object = try? objects.object(with: objectID), let model = model(for: object) { return model }
         guard let type = container.schema.type(of: id.entityName) else {
             preconditionFailure("\(id): no model type of the container's schema is named \(id.entityName)")
@@ -200,33 +176,41 @@ public final class ModelContext {
 
     /// The model with `id` if the context holds it, else nil.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        id.objectID.flatMap { models[$0]?.model } as? T
+        id.objectID.flatMap { objects.registeredObject(for: $0)?.companion } as? T
     }
 
     // MARK: Models and objects
 
     /// The model of an object of this context (made, without its initializer, the first time).
     func model<T: PersistentModel>(for object: ManagedObject, as type: T.Type) -> T? {
-        model(for: object) as? T
+        if let model = object.companion as? T { return model }
+        // An object of T's entity is made a T here, with no lookup; any other goes the general way.
+        guard object.entity.name == T.entityName, object.companion == nil else { return model(for: object) as? T }
+        let model = T(_$storage: ModelStorage(object: object, context: self))
+        object.companion = model
+        return model
     }
 
     func model(for object: ManagedObject) -> (any PersistentModel)? {
-        if let model = models[object.objectID]?.model { return model }
+        if let model = object.companion as? any PersistentModel { return model }
         guard let type = container.schema.type(of: object.entity.name) else { return nil }
         let model = type.init(_$storage: ModelStorage(object: object, context: self))
-        models[object.objectID] = WeakModel(model)
+        object.companion = model
         return model
     }
 
     /// The object of `model`, inserting it (and what it reaches) when it has none.
     func attach(_ model: any PersistentModel) -> ManagedObject? {
-        let storage = model._$storage
-        if let object = storage.object {
-            guard storage.context === self else {
-                self.defer(ModelContextError("\(model.persistentModelID) belongs to another context: a relationship joins models of one context"))
-                return nil
+        if let object = model._$storage.object {
+            if object.context != nil {
+                guard model._$storage.context === self else {
+                    self.defer(ModelContextError("\(model.persistentModelID) belongs to another context: a relationship joins models of one context"))
+                    return nil
+                }
+                return object
             }
-            return object
+            // Its object left its context (a rolled-back insertion, a saved deletion): inserted anew, empty.
+            model._$storage = ModelStorage()
         }
         let entity = type(of: model).entityName
         let object: ManagedObject
@@ -241,14 +225,16 @@ public final class ModelContext {
             self.defer(error)
             return nil
         }
-        storage.object = object
-        storage.context = self
-        if models[object.objectID]?.model == nil { models[object.objectID] = WeakModel(model) }
+        model._$storage.object = object
+        model._$storage.context = self
+        if object.companion == nil { object.companion = model }
         // What was set before insertion, now on the object (related models inserted on the way).
         // An upsert takes the new attributes, and adds to the relationships without emptying them.
-        let pending = storage.pending
-        storage.pending = [:]
-        for (key, value) in pending.sorted(by: { $0.key < $1.key }) {
+        let pending = model._$storage.pending
+        model._$storage.unsaved = nil
+        // A copy: with its object set, its setters write to the object, not to itself.
+        var storage = model._$storage
+        for (key, value) in pending {
             switch value {
             case .attribute(let value): storage.setAttribute(value, key)
             case .toOne(let target):
@@ -274,7 +260,7 @@ public final class ModelContext {
         for constraint in type._$uniqueness {
             var conditions: [ObjectPredicate] = []
             for key in constraint {
-                guard case .attribute(let value)? = model._$storage.pending[key] else { break }
+                guard case .attribute(let value)? = model._$storage.unsaved?[key] else { break }
                 conditions.append(.compare(key, .equal, value))
             }
             guard conditions.count == constraint.count, !conditions.isEmpty else { continue }
@@ -309,12 +295,6 @@ public final class ModelContext {
         // Autosave: what is left unsaved is saved when the context goes (a failure is dropped, as an autosave's is).
         if autosaveEnabled, objects.hasChanges { try? objects.save() }
     }
-}
-
-/// A model the context does not keep alive.
-struct WeakModel {
-    weak var model: (any PersistentModel)?
-    init(_ model: any PersistentModel) { self.model = model }
 }
 
 /// A failure of a change to models, reported by ``ModelContext/save()``.

@@ -10,7 +10,7 @@ extension ModelStorage {
     // MARK: Attributes (optionals included: `Optional` is one when its wrapped type is)
 
     public func value<T: PersistentAttributeValue>(forKey key: String, as type: T.Type) -> T { T.fromStored(attribute(key)) }
-    public func setValue<T: PersistentAttributeValue>(_ value: T, forKey key: String) { setAttribute(value.storedValue, key) }
+    public mutating func setValue<T: PersistentAttributeValue>(_ value: T, forKey key: String) { setAttribute(value.storedValue, key) }
 
     // MARK: Raw values
 
@@ -22,10 +22,10 @@ extension ModelStorage {
     public func value<T: RawRepresentable & Codable>(forKey key: String, as type: T?.Type) -> T? where T.RawValue: PersistentAttributeValue {
         attribute(key).flatMap { T(rawValue: T.RawValue.fromStored($0)) }
     }
-    public func setValue<T: RawRepresentable & Codable>(_ value: T, forKey key: String) where T.RawValue: PersistentAttributeValue {
+    public mutating func setValue<T: RawRepresentable & Codable>(_ value: T, forKey key: String) where T.RawValue: PersistentAttributeValue {
         setAttribute(value.rawValue.storedValue, key)
     }
-    public func setValue<T: RawRepresentable & Codable>(_ value: T?, forKey key: String) where T.RawValue: PersistentAttributeValue {
+    public mutating func setValue<T: RawRepresentable & Codable>(_ value: T?, forKey key: String) where T.RawValue: PersistentAttributeValue {
         setAttribute(value?.rawValue.storedValue, key)
     }
 
@@ -37,7 +37,7 @@ extension ModelStorage {
         guard let value = TransformableCoding.decode(stored, as: T.self) else { preconditionFailure("\(key) holds no JSON of a \(T.self)") }
         return value
     }
-    public func setValue<T: Codable>(_ value: T, forKey key: String) {
+    public mutating func setValue<T: Codable>(_ value: T, forKey key: String) {
         if let optional = value as? any OptionalValue, optional.isNil {
             setAttribute(nil, key)
         } else {
@@ -54,8 +54,8 @@ extension ModelStorage {
     public func value<T: PersistentModel>(forKey key: String, as type: T?.Type) -> T? { toOne(key, as: T.self) }
     public func value<T: PersistentModel>(forKey key: String, as type: [T].Type) -> [T] { toMany(key, as: T.self) }
     public func value<T: PersistentModel>(forKey key: String, as type: [T]?.Type) -> [T]? { toMany(key, as: T.self) }
-    public func setValue<T: PersistentModel>(_ value: T, forKey key: String) { setToOne(value, key) }
-    public func setValue<T: PersistentModel>(_ value: T?, forKey key: String) { setToOne(value, key) }
-    public func setValue<T: PersistentModel>(_ value: [T], forKey key: String) { setToMany(value, key) }
-    public func setValue<T: PersistentModel>(_ value: [T]?, forKey key: String) { setToMany(value ?? [], key) }
+    public mutating func setValue<T: PersistentModel>(_ value: T, forKey key: String) { setToOne(value, key) }
+    public mutating func setValue<T: PersistentModel>(_ value: T?, forKey key: String) { setToOne(value, key) }
+    public mutating func setValue<T: PersistentModel>(_ value: [T], forKey key: String) { setToMany(value, key) }
+    public mutating func setValue<T: PersistentModel>(_ value: [T]?, forKey key: String) { setToMany(value ?? [], key) }
 }

@@ -22,6 +22,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let markers = model.properties.map { "self._\($0.name) = ObjectStoreData.PersistedSlot()" }.joined(separator: "\n")
         var members: [DeclSyntax] = [
             "public var _$storage = ObjectStoreData.ModelStorage()",
+            "public static var entityName: String { \"\(raw: name)\" }",
             """
             public static var _$properties: [ObjectStoreData.ModelProperty<\(raw: name)>] {
                 [\(raw: entries.joined(separator: ",\n"))]

@@ -73,6 +73,10 @@ struct ModelMacroTests {
 
                 public var _$storage = ObjectStoreData.ModelStorage()
 
+                public static var entityName: String {
+                    "Tag"
+                }
+
                 public static var _$properties: [ObjectStoreData.ModelProperty<Tag>] {
                     [ObjectStoreData.ModelProperty<Tag>.describe("label", \\Tag.label, attribute: .init(.unique)),
                         ObjectStoreData.ModelProperty<Tag>.describe("uses", \\Tag.uses, initial: {
@@ -120,6 +124,10 @@ struct ModelMacroTests {
                 var count = 0
 
                 public var _$storage = ObjectStoreData.ModelStorage()
+
+                public static var entityName: String {
+                    "Untyped"
+                }
 
                 public static var _$properties: [ObjectStoreData.ModelProperty<Untyped>] {
                     []

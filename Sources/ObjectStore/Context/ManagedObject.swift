@@ -19,6 +19,9 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     public let entity: EntityDescription
     /// The context the object belongs to (nil once the context is gone or reset).
     public internal(set) weak var context: ObjectContext?
+    /// What stands for the object in a layer above (a typed model of `ObjectStoreData`), while
+    /// something else keeps it alive: the object holds it weakly.
+    package weak var companion: AnyObject?
 
     struct State {
         /// Attribute values by slot (``EntityDescription/objectAttributes``): the stored ones at

@@ -103,6 +103,9 @@ public final class ObjectContext {
 
     // MARK: Reads
 
+    /// The object with `id` if the context holds it (nothing is read from the store), else nil.
+    public func registeredObject(for id: ObjectID) -> ManagedObject? { registered[id] }
+
     /// The object with `id`: the registered one, or one read from its store; nil when it does not exist.
     public func object(with id: ObjectID) throws -> ManagedObject? {
         if let object = registered[id] { return object }
