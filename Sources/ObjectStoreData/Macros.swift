@@ -1,4 +1,4 @@
-/// Makes a final class a persistent model: its stored properties become the attributes and
+/// Makes a class a persistent model: its stored properties become the attributes and
 /// relationships of an entity named after the class, kept by the context it is inserted into.
 ///
 /// ```swift

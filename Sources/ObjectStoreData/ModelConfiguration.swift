@@ -29,25 +29,73 @@ public struct ModelConfiguration: Sendable, Hashable, Identifiable {
 
     public var id: String { name }
 
+    /// Where an app group's shared store would be: there are no app groups here, so `.automatic`
+    /// and `.none` both mean the default location (accepted for source compatibility).
+    public struct GroupContainer: Sendable, Hashable {
+        let identifier: String?
+        /// The app's own location.
+        public static let automatic = GroupContainer(identifier: nil)
+        /// No group.
+        public static let none = GroupContainer(identifier: nil)
+        /// A named group: refused by the container (there are none on this platform).
+        public static func identifier(_ groupName: String) -> GroupContainer { GroupContainer(identifier: groupName) }
+    }
+
+    /// Which CloudKit database mirrors the store: there is no CloudKit here, so `.automatic`
+    /// (which mirrors only with the entitlement) and `.none` both mean none.
+    public struct CloudKitDatabase: Sendable, Hashable {
+        let container: String?
+        /// Mirrored only when the app has the entitlement: never, here.
+        public static let automatic = CloudKitDatabase(container: nil)
+        /// Not mirrored.
+        public static let none = CloudKitDatabase(container: nil)
+        /// A private database of a named container: refused by the container.
+        public static func `private`(_ container: String) -> CloudKitDatabase { CloudKitDatabase(container: container) }
+    }
+
+    /// What the container refuses in this configuration (a group container or CloudKit
+    /// database by name), or nil.
+    var unsupported: String?
+
     /// A store at the default location (`$XDG_DATA_HOME`, else `~/.local/share`, then the
     /// program's name, `default.store`), or in memory.
-    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true) {
+    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
+                groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic) {
         self.name = name ?? "default"
         self.schema = schema
         self.isStoredInMemoryOnly = isStoredInMemoryOnly
         self.allowsSave = allowsSave
         url = isStoredInMemoryOnly ? URL(string: "memory://objectstore-data/\(UUID().uuidString)")! : Self.defaultURL(name ?? "default")
         storeType = isStoredInMemoryOnly ? "memory" : nil
+        unsupported = Self.unsupported(groupContainer, cloudKitDatabase)
+    }
+
+    /// A store at the default location, or in memory.
+    public init(isStoredInMemoryOnly: Bool = false) {
+        self.init(nil, schema: nil, isStoredInMemoryOnly: isStoredInMemoryOnly, allowsSave: true)
+    }
+
+    /// A configuration for a store of these model types (the container's schema holds them).
+    public init(for forTypes: any PersistentModel.Type..., isStoredInMemoryOnly: Bool = false) {
+        self.init(schema: Schema(forTypes), isStoredInMemoryOnly: isStoredInMemoryOnly)
     }
 
     /// A store at `url`.
-    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true) {
+    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
+                cloudKitDatabase: CloudKitDatabase = .automatic) {
         self.name = name ?? "default"
         self.schema = schema
         self.url = url
         self.allowsSave = allowsSave
         isStoredInMemoryOnly = false
         storeType = nil
+        unsupported = Self.unsupported(.automatic, cloudKitDatabase)
+    }
+
+    private static func unsupported(_ group: GroupContainer, _ cloudKit: CloudKitDatabase) -> String? {
+        if let name = group.identifier { return "the app group container \(name): there are no app groups on this platform" }
+        if let name = cloudKit.container { return "the CloudKit container \(name): there is no CloudKit on this platform" }
+        return nil
     }
 
     /// A store of `storeType` at `url`.

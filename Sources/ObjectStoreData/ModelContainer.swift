@@ -54,6 +54,7 @@ public final class ModelContainer: Sendable {
             throw ModelContainerError("a container holds one store: give one configuration, not \(configurations.count)")
         }
         let configuration = configurations.first ?? ModelConfiguration()
+        if let unsupported = configuration.unsupported { throw ModelContainerError("\(configuration.name): \(unsupported)") }
         ownsStore = true
         self.schema = schema
         self.configurations = [configuration]

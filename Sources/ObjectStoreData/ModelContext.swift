@@ -125,6 +125,14 @@ public final class ModelContext {
         return found
     }
 
+    /// The models `descriptor` selects, as a collection (SwiftData's form of a batched fetch).
+    /// The store is read once, as by ``fetch(_:)``: a model holds no copy of its values (it
+    /// reads them from the context's object when asked), so there is nothing for batches to
+    /// spare; `batchSize` is accepted for source compatibility.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws -> FetchResultsCollection<T> {
+        FetchResultsCollection(models: try fetch(descriptor))
+    }
+
     /// How many models `descriptor` selects.
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         let plan = FetchPlan(descriptor, entity: T.entityName)
@@ -337,4 +345,12 @@ struct FetchPlan<T: PersistentModel> {
             request.fetchOffset = descriptor.fetchOffset ?? 0
         }
     }
+}
+
+/// The models of a fetch, in its order (``ModelContext/fetch(_:batchSize:)``).
+public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+    let models: [Element]
+    public var startIndex: Int { models.startIndex }
+    public var endIndex: Int { models.endIndex }
+    public subscript(position: Int) -> Element { models[position] }
 }

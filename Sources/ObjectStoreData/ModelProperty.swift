@@ -3,11 +3,11 @@ import ObjectModel
 
 /// One persisted property of a model, as `@Model` describes it: its name, key path, what it is
 /// stored as, and the options its `@Attribute` or `@Relationship` gave.
-public struct ModelProperty<Root: PersistentModel> {
+public struct ModelProperty {
     /// The property's name (the attribute's or relationship's).
     public let name: String
-    /// The property's key path.
-    public let keyPath: PartialKeyPath<Root>
+    /// The property's key path (from the model's class).
+    public let keyPath: AnyKeyPath
     let kind: Kind
     let attribute: Schema.Attribute?
     let relationship: Schema.Relationship?
@@ -22,7 +22,7 @@ public struct ModelProperty<Root: PersistentModel> {
         case relationship(destination: any PersistentModel.Type, toMany: Bool, optional: Bool)
     }
 
-    private init(_ name: String, _ keyPath: PartialKeyPath<Root>, _ kind: Kind, _ attribute: Schema.Attribute?, _ relationship: Schema.Relationship?,
+    private init(_ name: String, _ keyPath: AnyKeyPath, _ kind: Kind, _ attribute: Schema.Attribute?, _ relationship: Schema.Relationship?,
                  default defaultValue: Value? = nil) {
         self.name = name
         self.keyPath = keyPath
@@ -34,40 +34,40 @@ public struct ModelProperty<Root: PersistentModel> {
 
     // One overload per kind of property, as for the accessors (ModelStorage+Access.swift).
 
-    public static func describe<T: PersistentAttributeValue>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+    public static func describe<Root: PersistentModel, T: PersistentAttributeValue>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
                                                              relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
         Self(name, keyPath, .attribute(T.attributeType, optional: T.isOptional), attribute, relationship, default: initial?().storedValue)
     }
-    public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+    public static func describe<Root: PersistentModel, T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
                                                                relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self
     where T.RawValue: PersistentAttributeValue {
         Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: T.RawValue.isOptional), attribute, relationship,
              default: initial?().rawValue.storedValue)
     }
-    public static func describe<T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T?>, attribute: Schema.Attribute? = nil,
+    public static func describe<Root: PersistentModel, T: RawRepresentable & Codable>(_ name: String, _ keyPath: KeyPath<Root, T?>, attribute: Schema.Attribute? = nil,
                                                                relationship: Schema.Relationship? = nil, initial: (() -> T?)? = nil) -> Self
     where T.RawValue: PersistentAttributeValue {
         Self(name, keyPath, .attribute(T.RawValue.attributeType, optional: true), attribute, relationship, default: initial?()?.rawValue.storedValue)
     }
-    public static func describe<T: Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
+    public static func describe<Root: PersistentModel, T: Codable>(_ name: String, _ keyPath: KeyPath<Root, T>, attribute: Schema.Attribute? = nil,
                                             relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
         let value = initial?()
         let stored = value.flatMap { ($0 as? any OptionalValue)?.isNil == true ? nil : TransformableCoding.encode($0) }
         return Self(name, keyPath, .attribute(.transformable, optional: T.self is any OptionalValue.Type), attribute, relationship, default: stored)
     }
-    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T>,
+    public static func describe<Root: PersistentModel, T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T>,
                                                     attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> T)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: false), attribute, relationship)
     }
-    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T?>,
+    public static func describe<Root: PersistentModel, T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, T?>,
                                                     attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> T?)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: false, optional: true), attribute, relationship)
     }
-    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]>,
+    public static func describe<Root: PersistentModel, T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]>,
                                                     attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> [T])? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
     }
-    public static func describe<T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]?>,
+    public static func describe<Root: PersistentModel, T: PersistentModel>(_ name: String, _ keyPath: KeyPath<Root, [T]?>,
                                                     attribute: Schema.Attribute? = nil, relationship: Schema.Relationship? = nil, initial: (() -> [T]?)? = nil) -> Self {
         Self(name, keyPath, .relationship(destination: T.self, toMany: true, optional: true), attribute, relationship)
     }

@@ -13,7 +13,7 @@ public protocol PersistentModel: AnyObject, Hashable, Identifiable, SendableMeta
     /// The entity's name: the class's name (made by `@Model`).
     static var entityName: String { get }
     /// The model's persisted properties (made by `@Model`).
-    static var _$properties: [ModelProperty<Self>] { get }
+    static var _$properties: [ModelProperty] { get }
     /// The uniqueness constraints, property names each (made by `@Model` from `#Unique` and `@Attribute(.unique)`).
     static var _$uniqueness: [[String]] { get }
     /// The indexes, property names each (made by `@Model` from `#Index`).

@@ -3,7 +3,7 @@ import SwiftSyntax
 import SwiftSyntaxBuilder
 import SwiftSyntaxMacros
 
-/// `@Model`: a final class becomes a persistent model. Each stored property (not `@Transient`)
+/// `@Model`: a class becomes a persistent model. Each stored property (not `@Transient`)
 /// is marked `@_PersistedProperty`, which turns it into accessors over the model's storage; the
 /// class gains that storage, a description of its properties for the schema, an initializer
 /// the context uses to make fetched models, and conformance to `PersistentModel`.
@@ -17,14 +17,14 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             if let attribute = property.attributeArguments { arguments += ", attribute: .init(\(attribute))" }
             if let relationship = property.relationshipArguments { arguments += ", relationship: .init(\(relationship))" }
             if let initial = property.initialValue { arguments += ", initial: { \(initial) }" }
-            return "ObjectStoreData.ModelProperty<\(name)>.describe(\(arguments))"
+            return "ObjectStoreData.ModelProperty.describe(\(arguments))"
         }
         let markers = model.properties.map { "self._\($0.name) = ObjectStoreData.PersistedSlot()" }.joined(separator: "\n")
         var members: [DeclSyntax] = [
             "public var _$storage = ObjectStoreData.ModelStorage()",
             "public static var entityName: String { \"\(raw: name)\" }",
             """
-            public static var _$properties: [ObjectStoreData.ModelProperty<\(raw: name)>] {
+            public static var _$properties: [ObjectStoreData.ModelProperty] {
                 [\(raw: entries.joined(separator: ",\n"))]
             }
             """,
@@ -83,10 +83,6 @@ struct ModelClass {
     init?(_ declaration: some DeclGroupSyntax, context: some MacroExpansionContext, report: Bool) {
         guard let type = declaration.as(ClassDeclSyntax.self) else {
             if report { context.diagnose(Diagnostic(node: declaration, message: ModelDiagnostic.notAClass)) }
-            return nil
-        }
-        guard type.modifiers.contains(where: { $0.name.tokenKind == .keyword(.final) }) else {
-            if report { context.diagnose(Diagnostic(node: type.name, message: ModelDiagnostic.notFinal)) }
             return nil
         }
         name = type.name.text
@@ -171,13 +167,11 @@ struct ModelClass {
 
 enum ModelDiagnostic: DiagnosticMessage {
     case notAClass
-    case notFinal
     case noType(String)
 
     var message: String {
         switch self {
         case .notAClass: "@Model applies to a class"
-        case .notFinal: "@Model applies to a final class: declare it `final class`"
         case .noType(let name): "the persisted property \(name) needs its type written out (`var \(name): Int = 0`)"
         }
     }

@@ -77,9 +77,9 @@ struct ModelMacroTests {
                     "Tag"
                 }
 
-                public static var _$properties: [ObjectStoreData.ModelProperty<Tag>] {
-                    [ObjectStoreData.ModelProperty<Tag>.describe("label", \\Tag.label, attribute: .init(.unique)),
-                        ObjectStoreData.ModelProperty<Tag>.describe("uses", \\Tag.uses, initial: {
+                public static var _$properties: [ObjectStoreData.ModelProperty] {
+                    [ObjectStoreData.ModelProperty.describe("label", \\Tag.label, attribute: .init(.unique)),
+                        ObjectStoreData.ModelProperty.describe("uses", \\Tag.uses, initial: {
                                 0
                             })]
                 }
@@ -108,12 +108,12 @@ struct ModelMacroTests {
     func diagnostics() {
         expand("""
             @Model
-            class Open {
+            struct Value {
             }
             """, """
-            class Open {
+            struct Value {
             }
-            """, diagnostics: [DiagnosticSpec(message: "@Model applies to a final class: declare it `final class`", line: 2, column: 7)])
+            """, diagnostics: [DiagnosticSpec(message: "@Model applies to a class", line: 1, column: 1)])
         expand("""
             @Model
             final class Untyped {
@@ -129,7 +129,7 @@ struct ModelMacroTests {
                     "Untyped"
                 }
 
-                public static var _$properties: [ObjectStoreData.ModelProperty<Untyped>] {
+                public static var _$properties: [ObjectStoreData.ModelProperty] {
                     []
                 }
 
