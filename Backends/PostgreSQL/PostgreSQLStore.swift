@@ -19,7 +19,7 @@ import StoreToolkit
 /// let url = URL(string: "postgresql://app@db.example.com/library?schema=books")!
 /// let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
 /// ```
-public final class PostgreSQLStore: PersistentStore {
+public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// The registered type name, `postgresql`.
     public static let typeName = "postgresql"
 
@@ -129,6 +129,12 @@ public final class PostgreSQLStore: PersistentStore {
 
     public func count(_ request: FetchRequest) throws -> Int {
         try read { try $0.count(request, model: model) }
+    }
+
+    /// PostgreSQL's plan for the SELECT a fetch runs (``PostgreSQLView/queryPlan(_:model:)``):
+    /// `Index Scan using …` when the predicate's translated part uses an index.
+    public func queryPlan(_ request: FetchRequest) throws -> [String] {
+        try read { try $0.queryPlan(request, model: model) }
     }
 
     public func record(for key: ObjectKey) throws -> ObjectRecord? {

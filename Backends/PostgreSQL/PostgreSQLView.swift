@@ -374,15 +374,36 @@ extension PostgreSQLView {
     /// the evaluator would keep (a NULL passes every comparison but `== constant`); the evaluator
     /// then tests the whole predicate on what SQL selects, so the answers are the evaluator's.
     func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? {
+        guard let (sql, parameters) = try candidateQuery(of: entity, matching: predicate) else { return nil }
+        let rows = try connection.query(sql, parameters)
+        return (0..<rows.count).compactMap { rows.int64($0, 0) }
+    }
+
+    /// The SELECT of ``candidateKeys(of:matching:)``, or nil when nothing of `predicate` translates.
+    private func candidateQuery(of entity: String, matching predicate: ObjectPredicate) throws -> (String, [PGParameter?])? {
         let columns = try columns(entity)
         var parameters: [PGParameter?] = [.text(entity)]
         let conjuncts: [ObjectPredicate]
         if case .and(let parts) = predicate { conjuncts = parts } else { conjuncts = [predicate] }
         let conditions = conjuncts.compactMap { condition($0, columns, &parameters) }
         guard !conditions.isEmpty else { return nil }
-        let rows = try connection.query(
-            "SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
-        return (0..<rows.count).compactMap { rows.int64($0, 0) }
+        return ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
+    }
+
+    /// PostgreSQL's plan (`EXPLAIN`) for the SELECT a fetch of `request` runs for each entity it
+    /// reads: the predicate's translated part in SQL (its indexes), or every key of the entity.
+    /// What is not in SQL (the rest of the predicate, the sort, the window) runs in Swift.
+    func queryPlan(_ request: FetchRequest, model: ManagedObjectModel) throws -> [String] {
+        guard let entity = model.entity(named: request.entityName) else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
+        var lines: [String] = []
+        for name in request.includesSubentities ? entity.kindNames : [entity.name] {
+            let columns = try columns(name)
+            let (sql, parameters) = try request.predicate.flatMap { try candidateQuery(of: name, matching: $0) }
+                ?? ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 ORDER BY pk", [.text(name)])
+            let rows = try connection.query("EXPLAIN " + sql, parameters)
+            lines += (0..<rows.count).compactMap { rows.text($0, 0) }
+        }
+        return lines
     }
 
     /// One comparison as SQL, or nil when it is not one SQL answers exactly.

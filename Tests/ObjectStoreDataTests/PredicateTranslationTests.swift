@@ -117,4 +117,17 @@ struct PredicateTranslationTests {
         #expect(plan.contains { $0.contains("USING INDEX") && $0.contains("pages") }, "\(plan)")
         #expect(try context.fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.pages == 164 })).map(\.title) == ["Zoë 2"])
     }
+
+    @Test("on PostgreSQL too, #Index makes an index the translated predicate's SELECT can use")
+    func usesIndexOnPostgreSQL() throws {
+        let place = try TypedBackends.Place()
+        let context = ModelContext(try place.container("postgresql"))
+        TypedConformanceTests.library(context)
+        // Enough books that reading the table whole costs more than the index.
+        for number in 0..<5_000 { context.insert(Book(title: "filler \(number)", pages: 1_000 + number)) }
+        try context.save()
+        let plan = try context.queryPlan(FetchDescriptor<Book>(predicate: #Predicate { $0.pages == 164 }))
+        #expect(plan.contains { $0.contains("Index") && $0.contains("pages") }, "\(plan)")
+        #expect(try context.fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.pages == 164 })).map(\.title) == ["Zoë 2"])
+    }
 }
