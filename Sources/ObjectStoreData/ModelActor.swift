@@ -22,3 +22,11 @@ public protocol ModelActor: Actor {
     /// The actor's context.
     var modelContext: ModelContext { get }
 }
+
+extension ModelActor {
+    /// The model with `id` in the actor's context, or nil when no such model exists (or it is
+    /// not a `T`): the context's own, else read from the store.
+    public subscript<T: PersistentModel>(id: PersistentIdentifier, as type: T.Type) -> T? {
+        modelContext.existingModel(for: id, as: T.self)
+    }
+}

@@ -115,7 +115,18 @@ public final class ModelContext {
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         processPendingChanges()
         let plan = FetchPlan(descriptor, entity: T.entityName)
-        var found = try objects.fetch(plan.request).compactMap { model(for: $0, as: T.self) }
+        var found: [T]
+        if let identifiers = plan.identifiers {
+            // Only the models named: each read by its key (or found in the context), not every model of the type.
+            var seen: Set<PersistentIdentifier> = []
+            found = try identifiers.compactMap { id in
+                guard seen.insert(id).inserted, id.entityName == T.entityName, let objectID = id.objectID,
+                      let object = try objects.object(with: objectID), !object.isDeleted else { return nil }
+                return model(for: object, as: T.self)
+            }.sorted { $0.persistentModelID < $1.persistentModelID }
+        } else {
+            found = try objects.fetch(plan.request).compactMap { model(for: $0, as: T.self) }
+        }
         if let residual = plan.residual { found = try found.filter { try residual.evaluate($0) } }
         if plan.sortsInSwift { found.sort(using: descriptor.sortBy) }
         if plan.windowsInSwift {
@@ -136,7 +147,7 @@ public final class ModelContext {
     /// How many models `descriptor` selects.
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         let plan = FetchPlan(descriptor, entity: T.entityName)
-        guard plan.residual == nil, !plan.windowsInSwift else { return try fetch(descriptor).count }
+        guard plan.residual == nil, !plan.windowsInSwift, plan.identifiers == nil else { return try fetch(descriptor).count }
         return try objects.count(plan.request)
     }
 
@@ -180,6 +191,14 @@ public final class ModelContext {
             preconditionFailure("\(id): no model type of the container's schema is named \(id.entityName)")
         }
         return type.init(_$storage: ModelStorage())
+    }
+
+    /// The model with `id`: the context's, or read from the store; nil when there is none (a
+    /// temporary identifier, a model deleted or of another type).
+    func existingModel<T: PersistentModel>(for id: PersistentIdentifier, as type: T.Type) -> T? {
+        guard id.entityName == T.entityName, let objectID = id.objectID,
+              let object = try? objects.object(with: objectID), !object.isDeleted else { return nil }
+        return model(for: object, as: T.self)
     }
 
     /// The model with `id` if the context holds it, else nil.
@@ -322,9 +341,18 @@ struct FetchPlan<T: PersistentModel> {
     var sortsInSwift = false
     /// Whether the offset and limit are applied in Swift (after a residual predicate or sort).
     var windowsInSwift = false
+    /// The models the predicate names by identity, read one by one (``IdentityLookup``).
+    var identifiers: [PersistentIdentifier]?
 
     init(_ descriptor: FetchDescriptor<T>, entity: String) {
         request = FetchRequest(entity: entity)
+        if let predicate = descriptor.predicate, let identifiers = IdentityLookup.identifiers(predicate) {
+            // Read by key, then sorted and windowed in Swift.
+            self.identifiers = identifiers
+            sortsInSwift = !descriptor.sortBy.isEmpty
+            windowsInSwift = true
+            return
+        }
         if let predicate = descriptor.predicate {
             let (translated, complete) = PredicateTranslator.translate(predicate)
             request.predicate = translated

@@ -292,3 +292,31 @@ extension PersistentModel {
         return toMany
     }
 }
+
+// MARK: Lookups by identity
+
+/// The identifiers a predicate that only asks for models by identity names:
+/// `$0.persistentModelID == id` (either way round) or `ids.contains($0.persistentModelID)`.
+/// Such a fetch reads those models, not every model of the type (``FetchPlan``).
+enum IdentityLookup {
+    typealias Identity<T: PersistentModel> = PredicateExpressions.KeyPath<PredicateExpressions.Variable<T>, PersistentIdentifier>
+    typealias Constant<C> = PredicateExpressions.Value<C>
+
+    static func identifiers<T: PersistentModel>(_ predicate: Predicate<T>) -> [PersistentIdentifier]? {
+        let expression = predicate.expression
+        func isIdentity(_ keyPath: Identity<T>) -> Bool { keyPath.keyPath == \T.persistentModelID && keyPath.root.key == predicate.variable.key }
+        if let equal = expression as? PredicateExpressions.Equal<Identity<T>, Constant<PersistentIdentifier>>, isIdentity(equal.lhs) {
+            return [equal.rhs.value]
+        }
+        if let equal = expression as? PredicateExpressions.Equal<Constant<PersistentIdentifier>, Identity<T>>, isIdentity(equal.rhs) {
+            return [equal.lhs.value]
+        }
+        if let contains = expression as? PredicateExpressions.SequenceContains<Constant<[PersistentIdentifier]>, Identity<T>>, isIdentity(contains.element) {
+            return contains.sequence.value
+        }
+        if let contains = expression as? PredicateExpressions.SequenceContains<Constant<Set<PersistentIdentifier>>, Identity<T>>, isIdentity(contains.element) {
+            return contains.sequence.value.sorted()
+        }
+        return nil
+    }
+}

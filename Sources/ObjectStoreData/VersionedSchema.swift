@@ -12,7 +12,7 @@ import ObjectStore
 ///     @Model final class Trip { var name: String; init(name: String) { self.name = name } }
 /// }
 /// ```
-public protocol VersionedSchema {
+public protocol VersionedSchema: SendableMetatype {
     /// The version.
     static var versionIdentifier: Schema.Version { get }
     /// The version's model types.
@@ -54,7 +54,7 @@ public protocol SchemaMigrationPlan {
 }
 
 /// One step of a ``SchemaMigrationPlan``.
-public enum MigrationStage {
+public enum MigrationStage: Sendable {
     /// The step's mapping is inferred (a rename needs `originalName`).
     case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
     /// The step, with closures before (on the source version's models) and after (on the destination's).

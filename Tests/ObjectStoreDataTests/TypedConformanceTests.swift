@@ -118,6 +118,42 @@ struct TypedConformanceTests {
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Author>()) == 5)
     }
 
+    @Test("a fetch sees what another context saved, for every model without unsaved changes; a fetch by identity reads only those models",
+          arguments: TypedBackends.all)
+    func freshness(_ backend: String) throws {
+        let place = try TypedBackends.Place()
+        let container = try place.container(backend)
+        let mine = ModelContext(container), theirs = ModelContext(container)
+        Self.library(mine)
+        try mine.save()
+        let books = try mine.fetch(FetchDescriptor<Book>(sortBy: [SortDescriptor(\.title)]))
+        let (first, second) = (books[0], books[1])
+        second.pages = 999   // unsaved here
+        for book in try theirs.fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.title == "Ada 0" || $0.title == "Ada 1" })) {
+            book.rating = 4.5
+            book.subtitle = "revised"
+        }
+        try theirs.save()
+        #expect(first.title == "Ada 0" && first.rating != 4.5)   // nothing read yet
+        _ = try mine.fetch(FetchDescriptor<Book>())
+        #expect(first.rating == 4.5 && first.subtitle == "revised")
+        // A model with unsaved changes keeps them (and the other context's values stay unseen).
+        #expect(second.pages == 999 && second.subtitle != "revised")
+        // By identity: that model, read by its key; no other model of the type is read into the context.
+        let lookup = ModelContext(container)
+        let id = first.persistentModelID, other = books[5].persistentModelID
+        let found = try lookup.fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.persistentModelID == id }))
+        #expect(found.map(\.title) == ["Ada 0"] && found.first?.rating == 4.5)
+        #expect((lookup.registeredModel(for: other) as Book?) == nil)
+        let ids = [books[3].persistentModelID, id, books[3].persistentModelID]
+        #expect(try lookup.fetch(FetchDescriptor<Book>(predicate: #Predicate { ids.contains($0.persistentModelID) })).map(\.title) == ["Ada 0", "Ada 3"])
+        #expect(try lookup.fetchCount(FetchDescriptor<Book>(predicate: #Predicate { $0.persistentModelID == other })) == 1)
+        // A deleted model is not found by its identity.
+        theirs.delete(try #require(theirs.fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.persistentModelID == other })).first))
+        try theirs.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Book>(predicate: #Predicate { $0.persistentModelID == other })).isEmpty)
+    }
+
     @Test("a model actor imports; identifiers cross, models do not", arguments: TypedBackends.all)
     func modelActor(_ backend: String) async throws {
         let place = try TypedBackends.Place()
@@ -127,6 +163,10 @@ struct TypedConformanceTests {
         let context = ModelContext(container)
         #expect(Set(ids.compactMap { (context.model(for: $0) as? Author)?.name }) == ["Lisbon", "Porto", "Faro"])
         #expect(try await importer.count() == 3)
+        // The actor's subscript finds a model by identifier; nil for one that is not there.
+        #expect(try await importer.rename(ids[0], to: "Lisboa"))
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Author>(predicate: #Predicate { $0.name == "Lisboa" })).count == 1)
+        #expect(try await !importer.rename(Author(name: "Nowhere").persistentModelID, to: "x"))
     }
 }
 
@@ -140,4 +180,12 @@ actor Importer {
     }
 
     func count() throws -> Int { try modelContext.fetchCount(FetchDescriptor<Author>()) }
+
+    /// Renames the author with `id` (looked up with the actor's subscript); false when there is none.
+    func rename(_ id: PersistentIdentifier, to name: String) throws -> Bool {
+        guard let author = self[id, as: Author.self] else { return false }
+        author.name = name
+        try modelContext.save()
+        return true
+    }
 }

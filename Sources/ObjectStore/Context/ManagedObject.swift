@@ -58,6 +58,18 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         self.version = version
     }
 
+    /// Whether a fetch that reads the object at `version` takes the store's values: the store
+    /// holds another version (another context saved it) and this one has no unsaved change.
+    func isRefreshable(to version: Int64) -> Bool {
+        version != self.version && changes == nil && !isInsertedFlag && !isDeletedFlag
+    }
+
+    /// Takes the store's state (a fetch read the object again at a newer version).
+    func refresh(_ state: State, version: Int64) {
+        self.state = state
+        self.version = version
+    }
+
     /// Whether the object was inserted and not yet saved.
     public var isInserted: Bool { isInsertedFlag }
     /// Whether the object was deleted and the delete not yet saved.

@@ -117,6 +117,9 @@ public final class ObjectContext {
 
     /// The objects a request matches, including unsaved changes: inserted objects
     /// that match, changed objects judged by their current values, deleted objects left out.
+    /// An object the context holds without unsaved changes takes the values the store gives
+    /// when the store holds another version of it (another context saved it since); one with
+    /// unsaved changes keeps them.
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
         guard let entity = model.entity(named: request.entityName) else {
             throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
@@ -169,17 +172,26 @@ public final class ObjectContext {
             objects.reserveCapacity(objects.count + batch.count)
             for row in 0..<batch.count {
                 let id = store.objectID(for: batch.key(at: row))
-                if let existing = registered[id] {
+                let existing = registered[id]
+                if let existing, !existing.isRefreshable(to: batch.versions[row]) {
                     objects.append(existing)
                     continue
                 }
                 var values: [Value?] = []
                 values.reserveCapacity(width + transients)
                 values.append(contentsOf: batch.values[row * width ..< (row + 1) * width])
-                if transients > 0 { values.append(contentsOf: repeatElement(nil, count: transients)) }
+                if transients > 0 {
+                    if let existing { values.append(contentsOf: existing.state.values[width...]) } else { values.append(contentsOf: repeatElement(nil, count: transients)) }
+                }
                 var toOne: [String: ObjectID] = [:]
                 for slot in 0..<links {
                     if let target = batch[row, toOne: slot] { toOne[batch.layout.toOne[slot].name] = store.objectID(for: target) }
+                }
+                if let existing {
+                    // Read again after another context saved it: the store's values, its to-manys read anew when asked.
+                    existing.refresh(.init(values: values, toOne: toOne, toMany: [:]), version: batch.versions[row])
+                    objects.append(existing)
+                    continue
                 }
                 let object = ManagedObject(objectID: id, entity: entity, context: self,
                                            state: .init(values: values, toOne: toOne, toMany: [:]), version: batch.versions[row])
@@ -193,13 +205,19 @@ public final class ObjectContext {
     /// The registered object of a record, made from it when there is none.
     func materialize(_ record: ObjectRecord, from store: any PersistentStore) -> ManagedObject {
         let id = store.objectID(for: record.key)
-        if let existing = registered[id] { return existing }
+        let existing = registered[id]
+        if let existing, !existing.isRefreshable(to: record.version) { return existing }
         let entity = model.entity(named: record.key.entity)!
-        let object = ManagedObject(
-            objectID: id, entity: entity, context: self,
-            state: .init(values: entity.objectAttributes.map { $0.isTransient ? nil : record.attributes[$0.name] },
-                         toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:]),
-            version: record.version)
+        let state = ManagedObject.State(
+            values: zip(entity.objectAttributes.indices, entity.objectAttributes).map { slot, attribute in
+                attribute.isTransient ? existing?.state.values[slot] : record.attributes[attribute.name]
+            },
+            toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:])
+        if let existing {
+            existing.refresh(state, version: record.version)
+            return existing
+        }
+        let object = ManagedObject(objectID: id, entity: entity, context: self, state: state, version: record.version)
         registered[id] = object
         return object
     }
