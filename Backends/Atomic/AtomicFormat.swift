@@ -14,6 +14,8 @@ enum AtomicFormat {
     static let version: UInt16 = 1
     static let headerSize = 24
     static let checksumSize = 32
+    /// The header flag of a file with a history section after its tables.
+    static let historyFlag: UInt16 = 1
 
     // MARK: Writing
 
@@ -26,7 +28,7 @@ enum AtomicFormat {
         out.reserveCapacity(tables.tables.values.reduce(4_096) { $0 + ($1.isPackedOnly ? 64 : ($1.packed.map { $0.offsets.last! - $0.offsets.first! } ?? 0) + $1.rows.count * 64) })
         out.bytes(magic)
         out.fixed(version)
-        out.fixed(UInt16(0))       // flags
+        out.fixed(tables.hasHistorySection ? historyFlag : 0)       // flags
         out.fixed(UInt32(0))       // reserved
         out.fixed(UInt64(0))       // total length, patched below
 
@@ -97,6 +99,15 @@ enum AtomicFormat {
                 }
             }
         }
+        if tables.hasHistorySection {
+            out.signed(tables.lastHistoryToken)
+            out.varint(UInt64(tables.history.count))
+            for entry in tables.history {
+                out.signed(entry.token)
+                out.varint(UInt64(entry.bytes.count))
+                out.bytes(entry.bytes)
+            }
+        }
         parts.append(out.buffer[...])
         return seal(parts)
     }
@@ -135,7 +146,8 @@ enum AtomicFormat {
         guard version == Self.version else {
             throw reader.corrupt("unknown format version \(version) (this library reads \(Self.version))", at: 8)
         }
-        let _: UInt16 = try reader.fixed()
+        let flags: UInt16 = try reader.fixed()
+        guard flags & ~historyFlag == 0 else { throw reader.corrupt("unknown header flags \(flags)", at: 10) }
         let _: UInt32 = try reader.fixed()
         let total: UInt64 = try reader.fixed()
         guard total == UInt64(data.count) else {
@@ -197,10 +209,29 @@ enum AtomicFormat {
                                     relationships: relationships, names: names, file: file)
             tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, reader: reader), for: entity)
         }
+        if data[10] & UInt8(historyFlag) != 0 { try readHistory(&reader, into: &tables, file: file) }
         guard reader.offset == reader.end else {
             throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after the last table", at: reader.offset)
         }
         return tables
+    }
+
+    /// The history section: the last token handed out, then each transaction's token and record, ascending.
+    private static func readHistory(_ reader: inout BinaryReader, into tables: inout RecordTables, file: String) throws {
+        tables.lastHistoryToken = try reader.signed()
+        var previous: Int64 = 0
+        for _ in 0..<(try reader.count()) {
+            let at = reader.offset
+            let token = try reader.signed()
+            guard token > previous, token <= tables.lastHistoryToken else {
+                throw reader.corrupt("history token \(token) is out of order (after \(previous), at most \(tables.lastHistoryToken))", at: at)
+            }
+            previous = token
+            let bytes = try reader.bytes(try reader.length())
+            // Checked now, so a damaged record is found when the file is read, not when history is.
+            _ = try HistoryRecord(decoding: bytes, place: "\(file), transaction \(token)")
+            tables.history.append(HistoryEntry(token: token, bytes: Data(bytes)))
+        }
     }
 
     /// The rows of a table whose keys are not in ascending order, decoded (the format asks for

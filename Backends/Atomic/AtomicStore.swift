@@ -46,6 +46,9 @@ public final class AtomicStore: RecordTablesStore {
     private let countersChanged = Mutex(false)
     /// Whether saves only change memory and the file is written at close.
     private let deferredDurability: Bool
+    public let historyPolicy: HistoryPolicy
+    /// For a read-only store, the file's identity when its history was last read (see ``lastHistoryToken()``).
+    private let historySeen = Mutex<FileOperations.Identity?>(nil)
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions, fileSystem: any AtomicFileSystem) throws {
         self.fileURL = url
@@ -53,6 +56,7 @@ public final class AtomicStore: RecordTablesStore {
         self.isReadOnly = options.readOnly
         self.fileSystem = fileSystem
         self.deferredDurability = options.deferredDurability && !options.readOnly
+        self.historyPolicy = HistoryPolicy(options)
         let exists = FileManager.default.fileExists(atPath: url.path)
         if !exists, !options.createIfMissing || options.readOnly { throw StoreError(.notFound, "no atomic store", url: url) }
         if exists, !options.readOnly, let mode = FileOperations.attributes(url)?.mode, mode & 0o200 == 0 {
@@ -67,6 +71,8 @@ public final class AtomicStore: RecordTablesStore {
                 for stale in AtomicStoreType.staleTemporaries(url) { try? FileManager.default.removeItem(at: stale) }
             }
             if exists {
+                // Taken before the file is read: a file replaced in between is read again later.
+                historySeen.withLock { $0 = FileOperations.identity(url) }
                 tables = try AtomicStoreType.load(url)
                 let compatibility = tables.metadata.compatibility(with: model)
                 guard compatibility.isCompatible else {
@@ -117,6 +123,35 @@ public final class AtomicStore: RecordTablesStore {
         try state.withLock { tables in
             guard let tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
             return try body(tables)
+        }
+    }
+
+    /// The newest token. A writer holds the file's lock, so its tables are the file; a read-only
+    /// store reads the file again when it changed since, so an observer sees other processes' saves.
+    public func lastHistoryToken() throws -> Int64 {
+        try currentTables().lastHistoryToken
+    }
+
+    public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try currentTables().history(after: token, limit: limit, store: identifier, place: fileURL.path)
+    }
+
+    /// The tables as they are, for a read-only store those of the file as it is now.
+    private func currentTables() throws -> RecordTables {
+        guard isReadOnly else { return try readTables { $0 } }
+        let now = FileOperations.identity(fileURL)
+        return try state.withLock { tables in
+            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            try historySeen.withLock { seen in
+                guard now != seen, let now else { return }
+                let fresh = try AtomicStoreType.load(fileURL)
+                guard fresh.metadata.storeUUID == tables!.metadata.storeUUID else {
+                    throw StoreError(.storeReplaced, "another store replaced this one", url: fileURL)
+                }
+                tables = fresh
+                seen = now
+            }
+            return tables!
         }
     }
 

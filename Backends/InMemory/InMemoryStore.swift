@@ -30,16 +30,19 @@ public final class InMemoryStore: RecordTablesStore {
     public let identifier: UUID
     public let model: ManagedObjectModel
     public let isReadOnly: Bool
+    public let historyPolicy: HistoryPolicy
 
     let database: MemoryDatabase
     private let isClosed = Atomic<Bool>(false)
 
     /// Creates a fresh anonymous store with `model`.
     public convenience init(model: ManagedObjectModel) throws {
-        try self.init(database: MemoryDatabase(model: model), url: nil, model: model, readOnly: false)
+        try self.init(database: MemoryDatabase(model: model), url: nil, model: model, options: StoreOptions())
     }
 
-    init(database: MemoryDatabase, url: URL?, model: ManagedObjectModel, readOnly: Bool) throws {
+    init(database: MemoryDatabase, url: URL?, model: ManagedObjectModel, options: StoreOptions) throws {
+        let readOnly = options.readOnly
+        historyPolicy = HistoryPolicy(options)
         if let new = database.newModel, new.model.versionHashes == model.versionHashes {
             // A new database of this model: compatible by construction, its metadata not written yet.
             identifier = new.uuid
@@ -92,7 +95,10 @@ public final class InMemoryStore: RecordTablesStore {
     public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
-        return try database.tables.withLock { try body(&$0) }
+        let result = try database.tables.withLock { try body(&$0) }
+        // No files to watch: observers of this store hear of the save from this process.
+        HistoryNotifier.post()
+        return result
     }
 }
 

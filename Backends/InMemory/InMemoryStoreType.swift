@@ -45,7 +45,7 @@ public struct InMemoryStoreType: StoreType {
             }
             return MemoryDatabase(model: model)
         }
-        return try InMemoryStore(database: database, url: url, model: model, readOnly: options.readOnly)
+        return try InMemoryStore(database: database, url: url, model: model, options: options)
     }
 
     public func destroy(at url: URL) throws {

@@ -31,6 +31,8 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
     public let isReadOnly: Bool
 
     let fileURL: URL
+    /// Whether writes record history, and their default author.
+    let historyPolicy: HistoryPolicy
     /// Entity numbers and value order, as the store records them.
     let format: LMDBRowFormat
     /// Guards ``environment``.
@@ -43,6 +45,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
         fileURL = url
         self.model = model
         isReadOnly = options.readOnly
+        historyPolicy = HistoryPolicy(options)
         let names = LMDBLayout.databaseNames(model)
         let environment: LMDBEnvironment
         let metadata: StoreMetadata
@@ -141,6 +144,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
             for (root, last) in writes.lastKeys where last > (try LMDBLayout.counter(txn, root)) {
                 try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
             }
+            try LMDBLayout.appendHistory(historyPolicy.record(for: changes), txn)
         }
     }
 
@@ -173,7 +177,36 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
         guard !batch.isEmpty else { return }
-        try write { try view($0).insert(batch, model: model) }
+        try write { txn in
+            try view(txn).insert(batch, model: model)
+            try LMDBLayout.appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))), txn)
+        }
+    }
+
+    public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try openHistory()
+        return try read { try LMDBLayout.history($0, after: token, limit: limit, store: identifier, url: fileURL) }
+    }
+
+    public func lastHistoryToken() throws -> Int64 {
+        try openHistory()
+        return try read { try LMDBLayout.counter($0, LMDBLayout.historyCounter) }
+    }
+
+    @discardableResult
+    public func deleteHistory(through token: Int64) throws -> Int {
+        try write { try LMDBLayout.deleteHistory(through: token, $0) }
+    }
+
+    /// A read-only store opened before any writer made the history database opens it once one did.
+    private func openHistory() throws {
+        guard isReadOnly else { return }
+        try LMDBStoreType.mapping(fileURL) {
+            try lock.withLock {
+                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+                if environment.databases[LMDBLayout.history] == nil { try environment.openDatabases([LMDBLayout.history], create: false) }
+            }
+        }
     }
 
     /// Every page the file's current state reaches, walked again (`deep`; opening walks them too).
@@ -247,8 +280,44 @@ enum LMDBLayout {
 
     static func rows(_ entity: String) -> String { "rows/" + entity }
 
+    /// The persistent history: each transaction's record (``HistoryRecord/encoded()``) under its token (``key(_:)``).
+    static let history = "history"
+    /// The key in `counters` of the last history token handed out (`#` never starts an entity's name).
+    static let historyCounter = "#history"
+
     static func databaseNames(_ model: ManagedObjectModel) -> [String] {
-        [meta, counters, LMDBRowFormat.schema] + model.entityNames.map(rows)
+        [meta, counters, LMDBRowFormat.schema, history] + model.entityNames.map(rows)
+    }
+
+    /// Writes `record` (when there is one) under the next token, inside `txn`.
+    static func appendHistory(_ record: HistoryRecord?, _ txn: LMDBTransaction) throws {
+        guard let record else { return }
+        let token = try counter(txn, historyCounter) + 1
+        try txn.put(counters, Data(historyCounter.utf8), counterValue(token))
+        try txn.put(history, key(token), record.encoded(), flags: .append)
+    }
+
+    static func history(_ txn: LMDBTransaction, after token: Int64?, limit: Int, store: UUID, url: URL) throws -> [StoreTransaction] {
+        var found: [StoreTransaction] = []
+        guard limit > 0 else { return found }
+        try txn.walk(history, from: key((token ?? 0) + 1)) { keyBytes, value in
+            guard let token = primaryKey(keyBytes) else { throw StoreError(.corrupt, "a history key is \(keyBytes.count) bytes, not 8", url: url) }
+            let record = try HistoryRecord(decoding: value, place: "\(url.path), transaction \(token)")
+            found.append(record.transaction(HistoryToken(store: store, value: token)))
+            return found.count < limit
+        }
+        return found
+    }
+
+    static func deleteHistory(through token: Int64, _ txn: LMDBTransaction) throws -> Int {
+        var doomed: [Data] = []
+        try txn.walk(history, from: nil) { keyBytes, _ in
+            guard let found = primaryKey(keyBytes), found <= token else { return false }
+            doomed.append(Data(keyBytes))
+            return true
+        }
+        for key in doomed { _ = try txn.delete(history, key) }
+        return doomed.count
     }
 
     /// A primary key as 8 big-endian bytes with the sign bit flipped: byte order is key order.
@@ -430,6 +499,11 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         return try read { try LMDBLayout.counter($0.txn, root) }
     }
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws { throw refuse() }
+    func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try read { try LMDBLayout.history($0.txn, after: token, limit: limit, store: identifier, url: fileURL) }
+    }
+    func lastHistoryToken() throws -> Int64 { try read { try LMDBLayout.counter($0.txn, LMDBLayout.historyCounter) } }
+    func deleteHistory(through token: Int64) throws -> Int { throw refuse() }
 
     func integrityProblems(deep: Bool) throws -> [String] {
         try LMDBStoreType.integrityProblems(fileURL, deep: deep)

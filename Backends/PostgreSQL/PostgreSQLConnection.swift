@@ -131,6 +131,21 @@ final class PGConnection {
         PQfinish(handle)
     }
 
+    /// The socket the server's messages arrive on (for `poll`), or -1.
+    var socket: Int32 { closed ? -1 : PQsocket(handle) }
+
+    /// Reads what arrived and drops the notifications it held (`LISTEN`); returns how many there were.
+    @discardableResult
+    func consumeNotifications() -> Int {
+        guard !closed, PQconsumeInput(handle) == 1 else { return 0 }
+        var count = 0
+        while let notification = PQnotifies(handle) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
+    }
+
     /// Whether the server is in a transaction block (or a failed one).
     var inTransaction: Bool {
         let status = PQtransactionStatus(handle)

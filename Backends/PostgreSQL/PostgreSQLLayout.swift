@@ -128,7 +128,7 @@ struct PostgreSQLLayout: Sendable {
         }
         var tables: [String: HierarchyTable] = [:]
         var joinTables: [String: String] = [:]   // "<declaring entity>\0<relationship>" → table
-        var relations: [(kind: String, name: String, ddl: [String])] = []
+        var relations = PostgreSQLHistory.relations(location)
         var usedNames: Set<String> = [Self.metadataTable, Self.relationsTable]
         for root in descriptions where root.parent == nil {
             usedNames.insert(Self.identifier(root.name))

@@ -36,6 +36,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
 
     let location: PostgreSQLLocation
     let layout: PostgreSQLLayout
+    /// Whether writes record history, and their default author.
+    let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection holds one read-only transaction until closed.
     let isSnapshot: Bool
     /// For a snapshot, each root's last allocated key when it was taken (sequences are outside
@@ -53,6 +55,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         self.location = location
         self.model = model
         isReadOnly = options.readOnly
+        historyPolicy = HistoryPolicy(options)
         isSnapshot = false
         snapshotKeys = [:]
         let layout = PostgreSQLLayout(model: model, location: location)
@@ -91,6 +94,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         layout = store.layout
         identifier = store.identifier
         isReadOnly = true
+        historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
         let location = store.location
         let connection = try PostgreSQLStoreType.connect(location)
@@ -168,8 +172,28 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
         guard !batch.isEmpty else { return }
         try batch.checkInsertable(in: model)
-        try write { try $0.copy(batch) }
+        try write { view in
+            try view.copy(batch)
+            try appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))), view)
+        }
         lock.withLock { _ = loaded.insert(batch.entity.rootName) }
+    }
+
+    private func appendHistory(_ record: HistoryRecord?, _ view: PostgreSQLView) throws {
+        if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier) }
+    }
+
+    public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try read { try PostgreSQLHistory.read(after: token, limit: limit, $0.connection, location, store: identifier) }
+    }
+
+    public func lastHistoryToken() throws -> Int64 {
+        try read { try PostgreSQLHistory.last($0.connection, location) }
+    }
+
+    @discardableResult
+    public func deleteHistory(through token: Int64) throws -> Int {
+        try write { try PostgreSQLHistory.delete(through: token, $0.connection, location) }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
@@ -177,6 +201,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
             try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
+            try appendHistory(historyPolicy.record(for: changes), view)
         }
     }
 

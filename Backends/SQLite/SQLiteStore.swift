@@ -39,6 +39,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     let external: SQLiteExternalData
     /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
     private let deferredDurability: Bool
+    /// Whether writes record history, and their default author.
+    private let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection stays in one read transaction until closed.
     private let isSnapshot: Bool
     /// Guards ``reader``.
@@ -78,6 +80,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         external = SQLiteExternalData(store: url, isTagged: SQLiteExternalData.isTagged(metadata))
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
         deferredDurability = options.deferredDurability && !options.readOnly
+        historyPolicy = HistoryPolicy(options)
         identifier = metadata.storeUUID ?? UUID()
         isSnapshot = false
         reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
@@ -95,6 +98,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         external = store.external
         isReadOnly = true
         deferredDurability = false
+        historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
         let keepsWAL = try store.withReader { $0.connection.keepsWAL }
         let connection = try SQLiteConnection(path: url.path, readOnly: true, create: false, keepingWAL: keepsWAL)
@@ -203,24 +207,33 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// Rows that set no to-one relationship are bound slot by slot as the batches come; the
     /// others join the change set as records (see ``SQLiteWriter/apply(_:insertingBatches:)``).
     public func save(_ changes: ChangeSet, insertingBatches nextBatch: () throws -> RecordBatch?) throws {
-        try write { try $0.apply(changes, insertingBatches: nextBatch) }
+        var inserted: [ObjectKey] = []
+        try write(recording: { historyPolicy.record(for: changes, inserting: inserted) }) { writer in
+            try writer.apply(changes) {
+                let batch = try nextBatch()
+                if let batch { inserted += (0..<batch.count).map(batch.key(at:)) }
+                return batch
+            }
+        }
     }
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
-        try write { try $0.apply(changes, checkingReferences: checkingReferences) }
+        try write(recording: { historyPolicy.record(for: changes) }) { try $0.apply(changes, checkingReferences: checkingReferences) }
     }
 
     /// Runs `body` with a writer in one write transaction. External data files the writer
     /// writes are synced before the commit and removed if it does not happen; files it makes
     /// obsolete are removed after the commit once no reader reads an earlier moment, which may
     /// name them (``retireFiles(_:_:)``).
-    func write<T>(immediate: Bool = true, _ body: (SQLiteWriter) throws -> T) throws -> T {
+    /// `recording` gives the history record of the write once `body` has run (nil for none), written in the same transaction.
+    func write<T>(immediate: Bool = true, recording: () -> HistoryRecord? = { nil }, _ body: (SQLiteWriter) throws -> T) throws -> T {
         try checkWritable()
         return try withReader { reader in
             let files = ExternalFileLedger()
             do {
                 let result = try reader.connection.transaction(immediate: immediate) {
                     let result = try body(SQLiteWriter(reader: reader, storeID: identifier, files: files))
+                    if let record = recording() { try SQLiteHistory.append(record, reader.connection) }
                     try SQLiteExternalData.record(files, reader.connection)
                     try files.flush(url: url)
                     return result
@@ -279,7 +292,20 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
-        try write { try $0.insert(batch) }
+        try write(recording: { historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))) }) { try $0.insert(batch) }
+    }
+
+    public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try withReader { try SQLiteHistory.read(after: token, limit: limit, $0.connection, store: identifier, url: url) }
+    }
+
+    public func lastHistoryToken() throws -> Int64 {
+        try withReader { try SQLiteHistory.last($0.connection) }
+    }
+
+    @discardableResult
+    public func deleteHistory(through token: Int64) throws -> Int {
+        try write { try SQLiteHistory.delete(through: token, $0.reader.connection) }
     }
 
     /// Closes the connection; the last connection to close folds the WAL into the main file.

@@ -157,6 +157,11 @@ public struct RecordTables: Sendable, RowSource {
     public internal(set) var tables: [String: RecordTable] = [:]
     /// The last primary key handed out, by root entity.
     public var lastKey: [String: Int64] = [:]
+    /// The persistent history: each transaction's record (``HistoryRecord/encoded()``) by token, ascending.
+    public var history: [HistoryEntry] = []
+    /// The greatest history token handed out (0 when none was): kept when history is deleted,
+    /// so no token is handed out twice.
+    public var lastHistoryToken: Int64 = 0
 
     /// Empty tables with `metadata`.
     public init(metadata: StoreMetadata) {
@@ -187,6 +192,60 @@ public struct RecordTables: Sendable, RowSource {
         for key in writes.deleted { tables[key.entity]?.remove(key.primaryKey) }
         for (key, row) in writes.put { tables[key.entity, default: RecordTable()].insert(key.primaryKey, row) }
         for (root, last) in writes.lastKeys { lastKey[root] = max(lastKey[root, default: 0], last) }
+    }
+}
+
+/// One transaction of a store's history as it is kept: its token and its record's bytes.
+public struct HistoryEntry: Sendable, Hashable {
+    /// The token.
+    public var token: Int64
+    /// ``HistoryRecord/encoded()``.
+    public var bytes: Data
+
+    /// Creates an entry.
+    public init(token: Int64, bytes: Data) {
+        self.token = token
+        self.bytes = bytes
+    }
+}
+
+extension RecordTables {
+    /// Appends `record` (when there is one) under the next token.
+    public mutating func appendHistory(_ record: HistoryRecord?) {
+        guard let record else { return }
+        lastHistoryToken += 1
+        history.append(HistoryEntry(token: lastHistoryToken, bytes: record.encoded()))
+    }
+
+    /// The transactions after `token`, at most `limit`.
+    /// - Throws: ``StoreError/Code/corrupt`` for a record that does not decode.
+    public func history(after token: Int64?, limit: Int, store: UUID, place: String) throws -> [StoreTransaction] {
+        let start = token.map { after in history.partitioningIndex(where: { $0.token > after }) } ?? 0
+        return try history[start...].prefix(Swift.max(0, limit)).map { entry in
+            try HistoryRecord(decoding: entry.bytes, place: "\(place), transaction \(entry.token)").transaction(HistoryToken(store: store, value: entry.token))
+        }
+    }
+
+    /// Whether a file of these tables needs a history section (the atomic store's): once history was recorded.
+    public var hasHistorySection: Bool { lastHistoryToken > 0 }
+
+    /// Deletes the history through `token`; returns how many transactions went.
+    public mutating func deleteHistory(through token: Int64) -> Int {
+        let end = history.partitioningIndex(where: { $0.token > token })
+        history.removeFirst(end)
+        return end
+    }
+}
+
+extension Array {
+    /// The index of the first element of a partitioned array for which `belongs` holds.
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+        var (low, high) = (0, count)
+        while low < high {
+            let mid = (low + high) / 2
+            if belongs(self[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
     }
 }
 

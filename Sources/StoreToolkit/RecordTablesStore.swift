@@ -15,6 +15,8 @@ public protocol RecordTablesStore: PersistentStore {
     /// Runs `body` on the tables and makes its changes durable, all or nothing.
     /// - Throws: ``StoreError`` with ``StoreError/Code/readOnly`` or ``StoreError/Code/closed``.
     func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T
+    /// Whether writes record history, and their default author.
+    var historyPolicy: HistoryPolicy { get }
 }
 
 extension RecordTablesStore {
@@ -60,7 +62,21 @@ extension RecordTablesStore {
         try writeTables { tables in
             try tables.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             try tables.apply(changes, model: model, completing: checkingReferences)
+            tables.appendHistory(historyPolicy.record(for: changes))
         }
+    }
+
+    public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
+        try readTables { try $0.history(after: token, limit: limit, store: identifier, place: url?.path ?? storeType) }
+    }
+
+    public func lastHistoryToken() throws -> Int64 {
+        try readTables { $0.lastHistoryToken }
+    }
+
+    @discardableResult
+    public func deleteHistory(through token: Int64) throws -> Int {
+        try writeTables { $0.deleteHistory(through: token) }
     }
 
     public func lastAllocatedKey(entity: String) throws -> Int64 {
@@ -75,7 +91,10 @@ extension RecordTablesStore {
         guard let batches = RecordBatch.grouping(records, model: model) else {
             return try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
         }
-        try writeTables { try $0.insert(batches, model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType) }
+        try writeTables { tables in
+            try tables.insert(batches, model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType)
+            tables.appendHistory(historyPolicy.record(inserting: records.map(\.key)))
+        }
     }
 
     /// A batch laid out by the store's own model is checked and stored by slot
@@ -85,7 +104,10 @@ extension RecordTablesStore {
         guard model.entity(named: batch.entity.name) === batch.entity else {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
-        try writeTables { try $0.insert([batch], model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType) }
+        try writeTables { tables in
+            try tables.insert([batch], model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType)
+            tables.appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))))
+        }
     }
 }
 
@@ -109,6 +131,7 @@ final class RecordTablesSnapshot: RecordTablesStore {
     let identifier: UUID
     let model: ManagedObjectModel
     var isReadOnly: Bool { true }
+    var historyPolicy: HistoryPolicy { HistoryPolicy(StoreOptions(readOnly: true)) }
     private let tables: Mutex<RecordTables?>
 
     init(of store: any PersistentStore, tables: RecordTables) {

@@ -18,6 +18,7 @@ struct ObjectStoreCommand: ParsableCommand {
         subcommands: [
             ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
             DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, MigrateCommand.self, ValidateCommand.self,
+            WatchCommand.self, HistoryCommand.self, UpdateCommand.self, DeleteCommand.self,
         ]
     )
 

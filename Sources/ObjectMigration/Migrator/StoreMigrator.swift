@@ -43,12 +43,15 @@ public final class StoreMigrator: Sendable {
     public let infersMappings: Bool
     /// Objects per batch in each step.
     public let batchSize: Int
+    /// The author a copying step's new store records in its history (``StoreOptions/author``).
+    public let author: String?
     private let cancelled = Atomic<Bool>(false)
     private let running = Mutex<MigrationManager?>(nil)
 
     /// Creates a migrator.
     public init(versions: ModelVersions, mappings: [StepMapping] = [], stages: [MigrationStage] = [], policies: PolicyRegistry = .shared,
-                inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000) {
+                inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000, author: String? = nil) {
+        self.author = author
         self.versions = versions
         self.mappings = mappings
         self.stages = stages
@@ -317,7 +320,8 @@ public final class StoreMigrator: Sendable {
                 defer { running.withLock { $0 = nil } }
                 do {
                     if cancelled.load(ordering: .relaxed) { manager.cancel() }
-                    try manager.migrateStore(at: latest?.url ?? url, type: type, to: staged.url, type: type)
+                    try manager.migrateStore(at: latest?.url ?? url, type: type, to: staged.url, type: type,
+                                             destinationOptions: StoreOptions(author: author))
                 } catch {
                     staged.discard(type)
                     throw error

@@ -21,7 +21,7 @@ extension JSONInterchange {
     }
 }
 
-private struct Importer {
+struct Importer {
     let store: any PersistentStore
     let file: String
     var model: ManagedObjectModel { store.model }

@@ -100,4 +100,37 @@ public enum JSONInterchange {
     /// `Entity/pk`: an exported object's `_id`.
     public static func id(_ key: ObjectKey) -> String { "\(key.entity)/\(key.primaryKey)" }
 
+    /// A transaction as one line of JSON (`objectstore watch --json`, `history --json`):
+    /// `{"author":…,"deleted":[…],"inserted":[…],"timestamp":…,"token":…,"updated":[…],"updatedProperties":{…}}`,
+    /// objects as `_id`s, the timestamp in ISO 8601 (docs/observation.md).
+    public static func json(of transaction: StoreTransaction) -> String {
+        let ids: ([ObjectKey]) -> JSONText = { .array($0.map { .string(id($0)) }) }
+        let document = JSONText.object([
+            ("author", transaction.author.map(JSONText.string) ?? .null),
+            ("deleted", ids(transaction.deleted)),
+            ("inserted", ids(transaction.inserted)),
+            ("timestamp", .string(ValueText.iso8601(transaction.timestamp))),
+            ("token", .integer(transaction.token.value)),
+            ("updated", ids(transaction.updated.map(\.key))),
+            ("updatedProperties", .object(transaction.updated.map { (id($0.key), .array($0.properties.map(JSONText.string))) })),
+        ])
+        var out = ""
+        document.write(to: &out, indent: -1)
+        return out
+    }
+
+    /// The value `text` gives `attribute` (`objectstore update --set KEY=VALUE`): `null` clears
+    /// it; a String attribute takes the text as it is (or, quoted, as a JSON string); any other
+    /// type takes it as JSON (a number, `true`/`false`, a string) converted as import converts
+    /// it (dates as ISO 8601, data as base64).
+    /// - Throws: ``StoreError/Code/invalidInput`` naming the attribute, for text that does not fit it.
+    public static func value(fromText text: String, for attribute: Attribute, place: String) throws -> Value? {
+        if text == "null" { return nil }
+        let fail = { (message: String) in StoreError(.invalidInput, message) }
+        if attribute.type == .string, !(text.hasPrefix("\"") && text.hasSuffix("\"") && text.count >= 2) { return .string(text) }
+        let raw: JSONValue
+        do { raw = try JSONValue.parse(Data(text.utf8)) } catch { raw = .string(text) }
+        return try Importer.value(raw, for: attribute, place: place, fail: fail)
+    }
+
 }

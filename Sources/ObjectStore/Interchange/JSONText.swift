@@ -11,6 +11,7 @@ indirect enum JSONText {
     case array([JSONText])
     case object([(String, JSONText)])
 
+    /// Writes the value; objects one member per line at `indent`, or all on one line when `indent` is negative.
     func write(to out: inout String, indent: Int) {
         switch self {
         case .null: out += "null"
@@ -28,6 +29,18 @@ indirect enum JSONText {
             out += "]"
         case .object(let entries):
             if entries.isEmpty { out += "{}"; return }
+            if indent < 0 {
+                // On one line (a negative indent).
+                out += "{"
+                for (i, (key, value)) in entries.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }).enumerated() {
+                    if i > 0 { out += ", " }
+                    JSONText.quote(key, into: &out)
+                    out += ": "
+                    value.write(to: &out, indent: indent)
+                }
+                out += "}"
+                return
+            }
             let pad = String(repeating: "  ", count: indent + 1)
             out += "{\n"
             for (i, (key, value)) in entries.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }).enumerated() {

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Primary keys are unique within an entity hierarchy (the root entity and
 /// every entity below it) and are never reused.
-public struct ObjectKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct ObjectKey: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The object's concrete entity.
     public var entity: String
     /// The object's primary key.

@@ -85,14 +85,18 @@ public struct ChangeSet: Sendable, Hashable {
     /// for a writer completing objects it has just inserted, like a migration setting
     /// relationships in its second phase. False by default.
     public var keepsVersions: Bool
+    /// Who makes the change, for the store's history (``StoreTransaction/author``); nil takes the
+    /// store's ``StoreOptions/author``.
+    public var author: String?
 
     /// Creates a change set.
     public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = [],
-                keepsVersions: Bool = false) {
+                keepsVersions: Bool = false, author: String? = nil) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.keepsVersions = keepsVersions
+        self.author = author
     }
 
     /// Whether it changes nothing.

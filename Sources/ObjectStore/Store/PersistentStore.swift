@@ -116,6 +116,19 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// LMDB a read transaction, the in-memory and atomic stores a copy of their tables)
     /// until it is closed; close it when done.
     func snapshot() throws -> any PersistentStore
+
+    /// The store's persistent history after `token` (all of it when nil), oldest first, at most
+    /// `limit` transactions: one for every save, bulk insert, batch update and batch delete,
+    /// written in the same transaction as its data (``StoreTransaction``). Empty for a store
+    /// opened with ``StoreOptions/recordsHistory`` false that never had any.
+    func history(after token: Int64?, limit: Int) throws -> [StoreTransaction]
+    /// The newest transaction's token, or, once history is deleted, the greatest ever handed
+    /// out; 0 for a store that never recorded one. Cheap: what an observer polls.
+    func lastHistoryToken() throws -> Int64
+    /// Deletes the history up to and including `token`; later tokens are never reused.
+    /// Returns how many transactions went.
+    @discardableResult
+    func deleteHistory(through token: Int64) throws -> Int
     /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
     func close() throws
 }
@@ -149,6 +162,21 @@ extension PersistentStore {
     /// Inserts many new objects with caller-chosen primary keys, every reference checked.
     public func bulkInsert(_ records: [ObjectRecord]) throws {
         try bulkInsert(records, checkingReferences: true)
+    }
+
+    /// The transactions of the store's history that `query` admits, oldest first.
+    public func history(_ query: HistoryQuery) throws -> [StoreTransaction] {
+        var found: [StoreTransaction] = []
+        var after = query.after
+        let page = 1_000
+        while query.limit.map({ found.count < $0 }) ?? true {
+            let batch = try history(after: after, limit: page)
+            found += batch.filter { query.admits($0, model: model) }
+            guard let last = batch.last, batch.count == page else { break }
+            after = last.token.value
+        }
+        if let limit = query.limit, found.count > limit { found.removeLast(found.count - limit) }
+        return found
     }
 
     /// The ``ObjectID`` of a key in this store.
@@ -207,14 +235,23 @@ public struct StoreOptions: Sendable, Hashable {
     /// destination. A crash before close can lose those writes, so use it only for
     /// a store that is thrown away when the work does not finish.
     public var deferredDurability: Bool
+    /// Whether writes record persistent history (``PersistentStore/history(after:limit:)``): true
+    /// by default. A store built to be swapped in for another (a migration's or a conversion's
+    /// destination) turns it off and is given its history afterwards.
+    public var recordsHistory: Bool
+    /// The author recorded for writes that name none (a bulk insert, a change set without
+    /// ``ChangeSet/author``): `objectstore --author`.
+    public var author: String?
 
     /// Creates options.
     public init(readOnly: Bool = false, createIfMissing: Bool = true, settings: [String: String] = [:],
-                deferredDurability: Bool = false) {
+                deferredDurability: Bool = false, recordsHistory: Bool = true, author: String? = nil) {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
         self.settings = settings
         self.deferredDurability = deferredDurability
+        self.recordsHistory = recordsHistory
+        self.author = author
     }
 }
 

@@ -33,6 +33,7 @@ struct MigrateCommand: ParsableCommand {
     @Option(name: .customLong("next"), help: "FROM=TO: after version FROM comes TO, to skip a broken version (repeatable).")
     var next: [String] = []
     @OptionGroup var typeOption: StoreTypeOption
+    @OptionGroup var authorOption: AuthorOption
     @Flag(name: .long, help: "Print the plan and the store's object counts; change nothing.") var dryRun = false
     @Flag(name: .long, help: "Print one JSON document instead of text.") var json = false
     @Option(name: .customLong("on-incompatible"), help: ArgumentHelp(
@@ -75,7 +76,8 @@ struct MigrateCommand: ParsableCommand {
             }
             return StepMapping(name: file, mapping: try MappingFormat.decode(try readInput(file), file: file))
         }
-        let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [])
+        let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [],
+                                     author: authorOption.author)
         let url = URL(filePath: store)
         let plan: MigrationPlan
         // The store as it is judged: --on-incompatible recreate destroys nothing written after.

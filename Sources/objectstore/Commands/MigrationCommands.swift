@@ -63,6 +63,7 @@ struct ConvertCommand: ParsableCommand {
     @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
     @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Replace an existing destination.") var force = false
+    @OptionGroup var authorOption: AuthorOption
     @Flag(name: .long, help: "Move every object through the batch pipeline, even where the destination could copy the store itself (SQLite to SQLite).")
     var noBulkCopy = false
 
@@ -135,7 +136,7 @@ struct ConvertCommand: ParsableCommand {
             // The destination's counts as it gives them (read in phase 3, or reported by SQLite
             // when it copied the tables itself), checked against the source's before the
             // destination is put in place.
-            let written = try manager.migrateStore(from: from, to: stagedURL, type: toType)
+            let written = try manager.migrateStore(from: from, to: stagedURL, type: toType, destinationOptions: StoreOptions(author: authorOption.author))
             bar.finish()
             var lines: [String] = []
             var mismatch: [String] = []

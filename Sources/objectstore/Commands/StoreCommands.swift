@@ -37,6 +37,7 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: "The JSON document (see docs/json-format.md); - or /dev/stdin reads standard input.") var data: String
     @OptionGroup var modelSelection: ModelSelection
     @OptionGroup var typeOption: StoreTypeOption
+    @OptionGroup var authorOption: AuthorOption
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
@@ -46,7 +47,7 @@ struct ImportCommand: ParsableCommand {
         if type.storeExists(at: url) {
             // What a run killed after its store was moved into place left.
             if !onServer { StagedStore.sweepAndSay(beside: url) }
-            let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false)
+            let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
                 let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
                 try opened.close()
@@ -78,7 +79,7 @@ struct ImportCommand: ParsableCommand {
 extension ImportCommand {
     /// Creates the store at `url` and imports the document into it; returns the counts.
     func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws -> [String: Int] {
-        let opened = try type.open(at: url, model: model, options: StoreOptions())
+        let opened = try type.open(at: url, model: model, options: StoreOptions(author: authorOption.author))
         do {
             let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
             try opened.close()

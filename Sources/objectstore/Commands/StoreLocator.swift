@@ -9,6 +9,12 @@ struct StoreTypeOption: ParsableArguments {
     var type: String?
 }
 
+/// `--author`, shared by every command that writes: who the store's history says made the change.
+struct AuthorOption: ParsableArguments {
+    @Option(name: .long, help: "The author the store's history records for this change (see `objectstore history`).")
+    var author: String?
+}
+
 /// `--model` and `--model-version`, shared by every command that opens a store.
 struct ModelSelection: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
@@ -148,14 +154,14 @@ enum StoreLocator {
     }
 
     /// Opens an existing store with the model `selection` gives.
-    static func open(_ path: String, type: any StoreType, selection: ModelSelection, readOnly: Bool) throws -> any PersistentStore {
+    static func open(_ path: String, type: any StoreType, selection: ModelSelection, readOnly: Bool, author: String? = nil) throws -> any PersistentStore {
         let (model, _) = try model(for: path, type: type, selection: selection)
-        return try open(path, type: type, model: model, readOnly: readOnly)
+        return try open(path, type: type, model: model, readOnly: readOnly, author: author)
     }
 
-    /// Opens an existing store with `model`.
-    static func open(_ path: String, type: any StoreType, model: ManagedObjectModel, readOnly: Bool) throws -> any PersistentStore {
-        try type.open(at: try url(path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false))
+    /// Opens an existing store with `model`; its writes record `author` in its history.
+    static func open(_ path: String, type: any StoreType, model: ManagedObjectModel, readOnly: Bool, author: String? = nil) throws -> any PersistentStore {
+        try type.open(at: try url(path), model: model, options: StoreOptions(readOnly: readOnly, createIfMissing: false, author: author))
     }
 
     /// A snapshot of an existing store: every read of one command (an export, a validation,

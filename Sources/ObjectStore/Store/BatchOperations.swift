@@ -1,0 +1,154 @@
+import Foundation
+import ObjectModel
+
+/// Batch update and batch delete: many objects changed by a store in one transaction, no
+/// context and no managed object built (Core Data's `NSBatchUpdateRequest` and
+/// `NSBatchDeleteRequest`). Each is recorded in the store's history as one transaction, so
+/// observers see it like any save (docs/observation.md, "Batch operations").
+extension PersistentStore {
+    /// Sets `values` on every object `request` matches (its entity, sub-entities unless
+    /// excluded, predicate; no sort, offset or limit), in one transaction; returns how many.
+    ///
+    /// Only attributes can be set, each to a constant (nil clears it). Every rule of the model
+    /// is checked before anything is written: the type, required, ranges, lengths, patterns
+    /// (``ObjectValidator/check(_:_:)``), and uniqueness constraints by the store's save.
+    ///
+    /// ```swift
+    /// let n = try store.batchUpdate(FetchRequest(entity: "Book", predicate: ObjectPredicate("year < 1900")),
+    ///                               set: ["outOfCopyright": .bool(true)], author: "nightly")
+    /// ```
+    /// - Throws: ``StoreError/Code/invalidChange`` for a name that is no attribute of the entity,
+    ///   ``StoreError/Code/validationFailed`` for a value a rule refuses, naming the attribute,
+    ///   ``StoreError/Code/conflict`` when another writer changed a matched object meanwhile.
+    @discardableResult
+    public func batchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String? = nil) throws -> Int {
+        guard let entity = model.entity(named: request.entityName) else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
+        guard !values.isEmpty else { throw StoreError(.invalidChange, "a batch update sets at least one attribute") }
+        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+            guard let attribute = entity.attributesByName[name] else {
+                let what = entity.relationshipsByName[name] != nil ? "a relationship (a batch update sets attributes only)" : "not a property"
+                throw StoreError(.invalidChange, "\(entity.name).\(name) is \(what)")
+            }
+            guard !attribute.isTransient else { throw StoreError(.invalidChange, "\(entity.name).\(name) is transient: nothing to store") }
+            if let (_, message) = ObjectValidator.check(attribute, value).first {
+                throw StoreError(.validationFailed, "\(entity.name).\(name): \(message)")
+            }
+        }
+        var matching = request
+        matching.sortDescriptors = []
+        matching.fetchOffset = 0
+        matching.fetchLimit = nil
+        let records = try fetch(matching)
+        guard !records.isEmpty else { return 0 }
+        let updates = records.map { record in
+            var update = ObjectUpdate(key: record.key, expectedVersion: record.version)
+            for (name, value) in values { update.attributes[name] = value }
+            return update
+        }
+        try save(ChangeSet(updated: updates, author: author))
+        return records.count
+    }
+
+    /// Deletes every object `request` matches (no sort, offset or limit), with the model's
+    /// delete rules applied, in one transaction; returns how many objects went, those the
+    /// cascade took included.
+    ///
+    /// Cascade deletes the objects across the relationship too; nullify takes the deleted
+    /// objects out of the surviving partners' inverse relationships; deny refuses the whole
+    /// delete while a related object that is not deleted with it remains, naming both.
+    ///
+    /// - Throws: ``StoreError/Code/deleteDenied`` naming the object and the relationship that
+    ///   blocks it; ``StoreError/Code/conflict`` when another writer changed an object meanwhile.
+    @discardableResult
+    public func batchDelete(_ request: FetchRequest, author: String? = nil) throws -> Int {
+        guard model.entity(named: request.entityName) != nil else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
+        var matching = request
+        matching.sortDescriptors = []
+        matching.fetchOffset = 0
+        matching.fetchLimit = nil
+        let found = try fetch(matching)
+        guard !found.isEmpty else { return 0 }
+        var plan = DeletePlan(store: self)
+        for record in found { plan.add(record) }
+        try plan.close()
+        try save(ChangeSet(updated: try plan.nullifications(), deleted: plan.deletions, author: author))
+        return plan.deletions.count
+    }
+}
+
+/// The objects a batch delete removes (its matches and what they cascade to) and what it
+/// changes in the survivors, worked out from the store's records.
+private struct DeletePlan {
+    let store: any PersistentStore
+    private(set) var records: [ObjectKey: ObjectRecord] = [:]
+    private var order: [ObjectKey] = []
+    private var pending: [ObjectKey] = []
+
+    init(store: any PersistentStore) { self.store = store }
+
+    var deletions: [ObjectDeletion] { order.map { ObjectDeletion(key: $0, expectedVersion: records[$0]!.version) } }
+
+    mutating func add(_ record: ObjectRecord) {
+        guard records[record.key] == nil else { return }
+        records[record.key] = record
+        order.append(record.key)
+        pending.append(record.key)
+    }
+
+    /// The keys across `relationship` of a doomed object.
+    func targets(of key: ObjectKey, _ relationship: Relationship) throws -> [ObjectKey] {
+        if !relationship.isToMany { return records[key]!.toOne[relationship.name].map { [$0] } ?? [] }
+        if let given = records[key]!.toMany[relationship.name] { return given }
+        return try store.relatedKeys(of: key, relationship: relationship.name)
+    }
+
+    /// Adds what cascades reach, then refuses the delete when a deny rule blocks it.
+    mutating func close() throws {
+        var denied: [(ObjectKey, Relationship, [ObjectKey])] = []
+        while let key = pending.popLast() {
+            guard let entity = store.model.entity(named: key.entity) else { continue }
+            for relationship in entity.relationships where relationship.deleteRule == .cascade || relationship.deleteRule == .deny {
+                let targets = try targets(of: key, relationship)
+                if relationship.deleteRule == .deny { denied.append((key, relationship, targets)); continue }
+                for target in targets where records[target] == nil {
+                    guard let record = try store.record(for: target) else { continue }
+                    add(record)
+                }
+            }
+        }
+        for (key, relationship, targets) in denied {
+            if let blocking = targets.first(where: { records[$0] == nil }) {
+                throw StoreError(.deleteDenied,
+                                 "cannot delete \(key): \(key.entity).\(relationship.name) still holds \(blocking) (delete rule deny)",
+                                 objectID: store.objectID(for: blocking))
+            }
+        }
+    }
+
+    /// The survivors' updates that take the deleted objects out of their inverse relationships.
+    func nullifications() throws -> [ObjectUpdate] {
+        var updates: [ObjectKey: ObjectUpdate] = [:]
+        var lists: [ObjectKey: [String: [ObjectKey]]] = [:]
+        for key in order {
+            guard let entity = store.model.entity(named: key.entity) else { continue }
+            for relationship in entity.relationships {
+                guard let inverseName = relationship.inverse else { continue }
+                for target in try targets(of: key, relationship) where records[target] == nil {
+                    guard let inverse = store.model.entity(named: target.entity)?.relationshipsByName[inverseName] else { continue }
+                    guard let partner = try store.record(for: target) else { continue }
+                    if updates[target] == nil { updates[target] = ObjectUpdate(key: target, expectedVersion: partner.version) }
+                    if inverse.isToMany {
+                        var list = try lists[target]?[inverseName]
+                            ?? partner.toMany[inverseName] ?? store.relatedKeys(of: target, relationship: inverseName)
+                        list.removeAll { records[$0] != nil }
+                        lists[target, default: [:]][inverseName] = list
+                        updates[target]!.toMany[inverseName] = list
+                    } else if partner.toOne[inverseName] == key {
+                        updates[target]!.toOne[inverseName] = .some(nil)
+                    }
+                }
+            }
+        }
+        return updates.keys.sorted().map { updates[$0]! }
+    }
+}

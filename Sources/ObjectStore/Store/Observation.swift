@@ -1,0 +1,184 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What wakes an observer when a store may have a new transaction: file notifications for
+/// a store in files, `LISTEN` for a PostgreSQL store, and saves in this process
+/// (``HistoryNotifier``) for every store. A wake-up is only a hint: the observer then reads
+/// the history after the last token it has seen, so a spurious one costs a read, and a
+/// missed one is made up by the next (observers also look every second, at most).
+public protocol StoreChangeSignal: AnyObject, Sendable {
+    /// Waits until something may have changed, or `timeout` seconds passed.
+    func wait(timeout: Double)
+    /// Frees what it holds; a wait then returns at once.
+    func close()
+}
+
+/// A store type's way of hearing about other processes' commits: a ``StoreType`` that
+/// does not adopt it gets file notifications on its files (``FileChangeSignal``).
+public protocol ChangeSignaling: StoreType {
+    /// A signal for the store at `url` (with identifier `store`).
+    func changeSignal(at url: URL, store: UUID) throws -> any StoreChangeSignal
+}
+
+extension StoreType {
+    /// The signal of the store at `url`: the type's own (``ChangeSignaling``), else notifications
+    /// on its files other than shared memory and lock files, which readers touch too; a store
+    /// with no files hears this process's saves only.
+    public func changeSignal(for store: any PersistentStore) throws -> any StoreChangeSignal {
+        guard let url = store.url else { return FileChangeSignal(files: []) }
+        if let own = self as? any ChangeSignaling { return try own.changeSignal(at: url, store: store.identifier) }
+        let files = fileURLs(for: url).filter { !$0.lastPathComponent.hasSuffix("-shm") && !$0.lastPathComponent.hasSuffix("-lock") }
+        return FileChangeSignal(files: files)
+    }
+}
+
+/// Saves in this process, for observers of stores that have no files to watch (the in-memory
+/// store) and to wake every observer of this process at once after a save.
+public enum HistoryNotifier {
+    private static let pipes = Mutex<[ObjectIdentifier: Int32]>([:])
+
+    /// Wakes every observer in this process.
+    public static func post() {
+        let targets = pipes.withLock { Array($0.values) }
+        var byte: UInt8 = 1
+        for fd in targets { _ = write(fd, &byte, 1) }
+    }
+
+    static func register(_ signal: AnyObject, writing fd: Int32) { pipes.withLock { $0[ObjectIdentifier(signal)] = fd } }
+    static func unregister(_ signal: AnyObject) { pipes.withLock { $0[ObjectIdentifier(signal)] = nil } }
+}
+
+/// A wake-up source made of file descriptors to poll: this process's saves (a pipe
+/// ``HistoryNotifier`` writes to) and whatever `extra` gives (inotify, a server socket).
+open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
+    private let lock = NSLock()
+    private var wake: (read: Int32, write: Int32)?
+
+    /// Registers with ``HistoryNotifier``.
+    public init() {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return }
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        wake = (fds[0], fds[1])
+        HistoryNotifier.register(self, writing: fds[1])
+    }
+
+    /// Other descriptors to wait on; when one is readable, ``drain(_:)`` reads it.
+    open var descriptors: [Int32] { [] }
+    /// Reads what made `fd` readable.
+    open func drain(_ fd: Int32) {}
+
+    public func wait(timeout: Double) {
+        guard let wake = lock.withLock({ self.wake }) else { return }
+        var polled = ([wake.read] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let ready = poll(&polled, nfds_t(polled.count), Int32(Swift.max(0, timeout) * 1_000))
+        guard ready > 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        if polled[0].revents != 0 { while read(wake.read, &buffer, buffer.count) > 0 {} }
+        for entry in polled.dropFirst() where entry.revents != 0 { drain(entry.fd) }
+    }
+
+    open func close() {
+        HistoryNotifier.unregister(self)
+        lock.withLock {
+            if let wake { _ = Glibc.close(wake.read); _ = Glibc.close(wake.write) }
+            wake = nil
+        }
+    }
+
+    deinit { close() }
+}
+
+/// File notifications (inotify) on the folder of a store's files: any change to one of them
+/// wakes the observer (SQLite's `-wal` growing, LMDB's file written, the atomic store's file
+/// renamed into place).
+public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
+    private var inotify: Int32 = -1
+
+    /// Watches `files` (none: this process's saves only).
+    public init(files: [URL]) {
+        super.init()
+        guard let folder = files.first?.deletingLastPathComponent() else { return }
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return }
+        let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB)
+        guard inotify_add_watch(fd, folder.path, mask) >= 0 else { _ = Glibc.close(fd); return }
+        inotify = fd
+    }
+
+    override public var descriptors: [Int32] { inotify >= 0 ? [inotify] : [] }
+
+    override public func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while read(fd, &buffer, buffer.count) > 0 {}
+    }
+
+    override public func close() {
+        if inotify >= 0 { _ = Glibc.close(inotify); inotify = -1 }
+        super.close()
+    }
+}
+
+/// The transactions a store records from now on (or after a given token), as they commit, in
+/// order, in this process or another: what `objectstore watch` prints and what contexts merge.
+///
+/// ```swift
+/// for try await transaction in HistoryObserver(store: store, type: SQLiteStoreType()).transactions() {
+///     print(transaction.token, transaction.inserted)
+/// }
+/// ```
+public final class HistoryObserver: Sendable {
+    let store: any PersistentStore
+    let signal: any StoreChangeSignal
+    let start: Int64?
+
+    /// Observes `store` (of `type`) after `token`; nil starts at its newest transaction.
+    public init(store: any PersistentStore, type: any StoreType, after token: Int64? = nil) throws {
+        self.store = store
+        signal = try type.changeSignal(for: store)
+        start = token
+    }
+
+    /// Hands `body` each transaction as it commits, in token order, until `body` returns false
+    /// or the store fails, or `stop` says so (asked at least every second); blocks in between,
+    /// waiting on the store's ``StoreChangeSignal``.
+    public func run(until stop: () -> Bool = { false }, _ body: (StoreTransaction) throws -> Bool) throws {
+        defer { signal.close() }
+        var seen = try start ?? store.lastHistoryToken()
+        while !stop() {
+            let batch = try store.history(after: seen, limit: 1_000)
+            for transaction in batch {
+                guard try body(transaction) else { return }
+                seen = transaction.token.value
+            }
+            if batch.count < 1_000 { signal.wait(timeout: 1) }
+        }
+    }
+
+    /// The transactions, one by one, until the sequence is dropped or the store fails.
+    public func transactions() -> AsyncThrowingStream<StoreTransaction, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<StoreTransaction, any Error>.makeStream(bufferingPolicy: .unbounded)
+        let stopped = Atomic<Bool>(false)
+        continuation.onTermination = { _ in
+            stopped.store(true, ordering: .releasing)
+            HistoryNotifier.post()
+        }
+        let thread = Thread { [self] in
+            do {
+                try run(until: { stopped.load(ordering: .acquiring) }) { transaction in
+                    continuation.yield(transaction)
+                    return true
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        thread.name = "objectstore history observer"
+        thread.start()
+        return stream
+    }
+}
