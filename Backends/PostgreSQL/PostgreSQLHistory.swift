@@ -16,7 +16,7 @@ enum PostgreSQLHistory {
 
     /// The relations a store's layout adds for its history.
     static func relations(_ location: PostgreSQLLocation) -> [(kind: String, name: String, ddl: [String])] {
-        [("sequence", sequence, ["CREATE SEQUENCE IF NOT EXISTS \(location.qualified(sequence)) MINVALUE 0 START 0"]),
+        [("sequence", sequence, ["CREATE SEQUENCE IF NOT EXISTS \(location.qualified(sequence)) MINVALUE 1 START 1"]),
          ("table", table, ["CREATE TABLE IF NOT EXISTS \(location.qualified(table)) (token bigint PRIMARY KEY, "
                            + "timestamp double precision NOT NULL, author text, record bytea NOT NULL)"])]
     }

@@ -55,7 +55,9 @@ extension SQLiteStore: BulkCopying {
         }
         defer { try? withReader { try $0.connection.execute("DETACH DATABASE \(Self.attached)") } }
         let sourceExternal = (source as! SQLiteStore).external
-        return try write(immediate: false) { writer in
+        // The history records the copy as one transaction inserting every object it copied.
+        var copied: [ObjectKey] = []
+        return try write(immediate: false, recording: { historyPolicy.record(inserting: copied) }) { writer in
             let connection = writer.connection
             var counts: [String: Int] = [:]
             let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
@@ -93,6 +95,13 @@ extension SQLiteStore: BulkCopying {
             let names = try SQLiteExternalData.referencedNames(connection, columns: SQLiteExternalData.columns(schema, model))
             try external.adopt(names, from: sourceExternal, sourceDatabase: Self.attached, connection: connection, files: writer.files,
                                url: sourceURL) { name in (try? referrer(of: name, connection)) ?? "a value of the source store" }
+            if historyPolicy.records {
+                for entity in entities {
+                    guard let mapping = schema.entities[entity] else { continue }
+                    copied += try connection.statement("SELECT Z_PK FROM main.\(quote(mapping.table)) WHERE Z_ENT = ?1")
+                        .rows([.integer(Int64(mapping.number))]) { ObjectKey(entity, $0.int64(0)) }
+                }
+            }
             return counts
         }
     }

@@ -40,7 +40,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
     private let deferredDurability: Bool
     /// Whether writes record history, and their default author.
-    private let historyPolicy: HistoryPolicy
+    let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection stays in one read transaction until closed.
     private let isSnapshot: Bool
     /// Guards ``reader``.

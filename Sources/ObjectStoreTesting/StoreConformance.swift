@@ -49,6 +49,8 @@ public struct StoreConformance: Sendable {
         case sameAnswersAsTheReferenceEvaluator
         case concurrentUse
         case uniquenessConstraints
+        case historyRecordsEveryWrite
+        case batchUpdateAndDelete
 
         public var description: String { rawValue }
     }
@@ -112,6 +114,8 @@ public struct StoreConformance: Sendable {
         case .sameAnswersAsTheReferenceEvaluator: try referenceAnswers(scope)
         case .concurrentUse: try concurrentUse(scope)
         case .uniquenessConstraints: try uniqueness(scope)
+        case .historyRecordsEveryWrite: try history(scope)
+        case .batchUpdateAndDelete: try batchOperations(scope)
         }
     }
 }

@@ -50,7 +50,15 @@ struct AtomicBatchTests {
         body += varint(1) + varint(1) + string("name") + varint(1) + string("owner") + varint(2)
         body += signed(1) + signed(1) + Data([4]) + string("rex") + varint(2) + varint(0) + signed(7)
         body += signed(2) + signed(1) + Data([0]) + varint(0)
-        #expect(file == frame(body))
+        // The history section (header flag 1): the last token, then each transaction's token and record.
+        let history = try AtomicStoreType().open(at: folder.store, model: model, options: StoreOptions(readOnly: true)).history(after: nil, limit: 10)
+        #expect(history.map(\.inserted) == [[ObjectKey("Pet", 1), ObjectKey("Pet", 2)], [ObjectKey("Person", 7)]])
+        body += signed(2) + varint(2)
+        for transaction in history {
+            let record = HistoryRecord(timestamp: transaction.timestamp, author: nil, inserted: transaction.inserted).encoded()
+            body += signed(transaction.token.value) + varint(UInt64(record.count)) + record
+        }
+        #expect(file == frame(body, flags: 1))
     }
 
     @Test("row offsets take four bytes until the rows span 4 GiB, then eight")

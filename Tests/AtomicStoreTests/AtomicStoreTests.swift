@@ -33,10 +33,11 @@ func makeStore(at url: URL, people: Int = 3) throws -> Data {
 }
 
 /// A file in the documented layout around `body`: header with the right length, checksum after.
-func frame(_ body: Data, version: UInt16 = 1) -> Data {
+func frame(_ body: Data, version: UInt16 = 1, flags: UInt16 = 0) -> Data {
     var data = Data("OBJSTORE".utf8)
     withUnsafeBytes(of: version.littleEndian) { data.append(contentsOf: $0) }
-    data.append(contentsOf: [0, 0, 0, 0, 0, 0])
+    withUnsafeBytes(of: flags.littleEndian) { data.append(contentsOf: $0) }
+    data.append(contentsOf: [0, 0, 0, 0])
     let total = UInt64(24 + body.count + 32)
     withUnsafeBytes(of: total.littleEndian) { data.append(contentsOf: $0) }
     data.append(body)

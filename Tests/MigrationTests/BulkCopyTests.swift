@@ -30,7 +30,8 @@ func rawRows(_ url: URL) throws -> [String: [String]] {
         return rows
     }
     var tables: [String: [String]] = [:]
-    for row in query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('Z_METADATA', 'Z_MODELCACHE')") {
+    // The history is each store's own (a copy's records the copy): the object graph's rows are compared.
+    for row in query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('Z_METADATA', 'Z_MODELCACHE', 'OS_TRANSACTION', 'sqlite_sequence')") {
         let name = String(row[0].dropFirst(2))
         tables[name] = query("SELECT * FROM \"\(name)\"").map { $0.joined(separator: "|") }.sorted()
     }

@@ -42,7 +42,8 @@ extension ObjectContext {
             guard let object = registered[id], !object.isInsertedFlag else { continue }
             changes[id.storeIdentifier, default: ChangeSet()].deleted.append(ObjectDeletion(key: id.key, expectedVersion: object.version))
         }
-        for (storeID, changeSet) in changes.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+        for (storeID, var changeSet) in changes.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+            changeSet.author = transactionAuthor
             guard let store = coordinator.store(withIdentifier: storeID) else {
                 throw StoreError(.noStore, "no attached store has UUID \(storeID.uuidString)")
             }

@@ -36,6 +36,9 @@ public final class ObjectContext {
     }
     /// The most keys one reservation takes.
     static let largestKeyBlock = 4_096
+    /// Who this context's saves are by, in the stores' history (``StoreTransaction/author``);
+    /// nil leaves it to the store's ``StoreOptions/author``. Core Data's `transactionAuthor`.
+    public var transactionAuthor: String?
 
     /// Creates an empty context.
     public init(coordinator: StoreCoordinator) {
@@ -202,17 +205,23 @@ public final class ObjectContext {
         return objects
     }
 
+    /// An object's state as `record` gives it (its to-manys read when asked), the transient values `existing` holds kept.
+    private func state(of record: ObjectRecord, entity: EntityDescription, from store: any PersistentStore,
+                       keepingTransientsOf existing: ManagedObject?) -> ManagedObject.State {
+        ManagedObject.State(
+            values: zip(entity.objectAttributes.indices, entity.objectAttributes).map { slot, attribute in
+                attribute.isTransient ? existing?.state.values[slot] : record.attributes[attribute.name]
+            },
+            toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:])
+    }
+
     /// The registered object of a record, made from it when there is none.
     func materialize(_ record: ObjectRecord, from store: any PersistentStore) -> ManagedObject {
         let id = store.objectID(for: record.key)
         let existing = registered[id]
         if let existing, !existing.isRefreshable(to: record.version) { return existing }
         let entity = model.entity(named: record.key.entity)!
-        let state = ManagedObject.State(
-            values: zip(entity.objectAttributes.indices, entity.objectAttributes).map { slot, attribute in
-                attribute.isTransient ? existing?.state.values[slot] : record.attributes[attribute.name]
-            },
-            toOne: record.toOne.mapValues { store.objectID(for: $0) }, toMany: [:])
+        let state = self.state(of: record, entity: entity, from: store, keepingTransientsOf: existing)
         if let existing {
             existing.refresh(state, version: record.version)
             return existing
@@ -220,6 +229,47 @@ public final class ObjectContext {
         let object = ManagedObject(objectID: id, entity: entity, context: self, state: state, version: record.version)
         registered[id] = object
         return object
+    }
+
+    // MARK: Merging
+
+    /// Brings the context up to date with a transaction saved elsewhere (another context,
+    /// another process; see ``HistoryObserver``): Core Data's `mergeChanges`.
+    ///
+    /// An object it updated that this context holds without unsaved changes is read again; one
+    /// with unsaved changes keeps them, and saving them is a conflict naming it (never a lost
+    /// update). An object it deleted leaves the context, unsaved changes and all. Objects it
+    /// inserted are found by the next fetch. A transaction of a store the coordinator does not
+    /// hold changes nothing.
+    /// - Returns: the objects read again and those that left the context.
+    @discardableResult
+    public func mergeChanges(from transaction: StoreTransaction) throws -> (refreshed: [ManagedObject], removed: [ManagedObject]) {
+        guard let store = coordinator.store(withIdentifier: transaction.token.storeIdentifier) else { return ([], []) }
+        var removed: [ManagedObject] = []
+        for key in transaction.deleted {
+            let id = store.objectID(for: key)
+            guard let object = registered[id] else { continue }
+            registered[id] = nil
+            updatedSet.remove(id)
+            deletedSet.remove(id)
+            object.context = nil
+            removed.append(object)
+        }
+        var refreshed: [ManagedObject] = []
+        for entry in transaction.updated {
+            let id = store.objectID(for: entry.key)
+            guard let object = registered[id], object.changes == nil, !object.isInsertedFlag, !object.isDeletedFlag else { continue }
+            guard let record = try store.record(for: entry.key) else {
+                registered[id] = nil
+                object.context = nil
+                removed.append(object)
+                continue
+            }
+            // Read again even at the same version: a store moves an inverse side without a new version.
+            object.refresh(state(of: record, entity: object.entity, from: store, keepingTransientsOf: object), version: record.version)
+            refreshed.append(object)
+        }
+        return (refreshed, removed)
     }
 
     // MARK: Rollback and reset
