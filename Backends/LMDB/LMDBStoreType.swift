@@ -150,7 +150,10 @@ public struct LMDBStoreType: StoreType {
         guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
             throw StoreError(.corrupt, "the meta page's page size \(pageSize) is invalid", url: url)
         }
-        guard data.count >= 2 * pageSize, data.count % pageSize == 0 else {
+        guard data.count >= 2 * pageSize else {
+            throw StoreError(.corrupt, "truncated: \(data.count) bytes is less than the two \(pageSize)-byte meta pages every LMDB file starts with", url: url)
+        }
+        guard data.count % pageSize == 0 else {
             throw StoreError(.corrupt, "truncated: \(data.count) bytes is not a whole number of \(pageSize)-byte pages", url: url)
         }
         var best: (page: Int, txn: UInt64, last: UInt64)?

@@ -32,20 +32,55 @@ struct SQLiteExternalData: Sendable {
     /// ObjectStore model and without this key was written before the tags were: its flagged
     /// columns hold the bytes as they are.
     static let metadataKey = "ObjectStoreExternalBinaryData"
+    /// The metadata key of a store that records a length and digest for every file it writes
+    /// (made by this library since the digests were): a file without them is then damage (the
+    /// table emptied or dropped), not an older store.
+    static let digestsKey = "ObjectStoreExternalDataDigests"
 
     /// Where the files are: `.<name>_SUPPORT/_EXTERNAL_DATA` beside the store.
     let folder: URL
     /// Whether flagged columns hold tagged values (false: an older ObjectStore store, raw bytes).
     let isTagged: Bool
+    /// Whether every file must have its length and digest recorded (``digestsKey``).
+    let requiresDigests: Bool
 
-    init(store url: URL, isTagged: Bool) {
+    init(store url: URL, isTagged: Bool, requiresDigests: Bool = false) {
         folder = Self.supportFolder(for: url).appending(path: "_EXTERNAL_DATA")
         self.isTagged = isTagged
+        self.requiresDigests = requiresDigests
+    }
+
+    /// The external data of the store at `url` with `metadata`.
+    init(store url: URL, metadata: StoreMetadata) {
+        self.init(store: url, isTagged: Self.isTagged(metadata), requiresDigests: metadata[Self.digestsKey] != nil)
     }
 
     /// Whether a store with `metadata` holds tagged values.
     static func isTagged(_ metadata: StoreMetadata) -> Bool {
         metadata[metadataKey] != nil || metadata[StoreMetadata.Key.embeddedModel] == nil
+    }
+
+    /// The other SQLite stores beside `url` whose support folder is `url`'s: Core Data names the
+    /// folder after the file name without its extension, so `x.sqlite` and `x.db` would share
+    /// `.x_SUPPORT`. A store that shares it never removes, moves or sweeps the folder (the files
+    /// may be the other's), and no new store is made to share one.
+    static func sharingStores(_ url: URL) -> [URL] {
+        let folder = supportFolder(for: url), directory = url.deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+        return names.sorted().compactMap { name -> URL? in
+            guard name != url.lastPathComponent, !["-wal", "-shm", "-journal"].contains(where: name.hasSuffix) else { return nil }
+            let other = directory.appending(path: name)
+            guard supportFolder(for: other) == folder, let handle = FileHandle(forReadingAtPath: other.path) else { return nil }
+            defer { try? handle.close() }
+            return (try? handle.read(upToCount: 16)).map { $0.starts(with: SQLiteStoreType.header) } == true ? other : nil
+        }
+    }
+
+    /// Refuses a store at `url` that would share its support folder with another (``sharingStores(_:)``).
+    static func checkUnshared(_ url: URL) throws {
+        guard let other = sharingStores(url).first else { return }
+        throw StoreError(.alreadyExists, "\(other.lastPathComponent) beside it keeps its external binary data in \(supportFolder(for: url).lastPathComponent), "
+                         + "which this store would share (Core Data names that folder after the file name without its extension): give it another name", url: url)
     }
 
     /// The store's support folder, `.<name>_SUPPORT`, `<name>` its file name without a plain
@@ -89,7 +124,13 @@ struct SQLiteExternalData: Sendable {
         guard isTagged else { return blob }
         guard let name = try Self.fileName(blob, at: place, url: url) else { return Data(blob.dropFirst()) }
         let bytes = try readFile(name, at: place(), url: url)
-        guard let (length, digest) = try Self.recorded(name, connection, database: database) else { return bytes }
+        guard let (length, digest) = try Self.recorded(name, connection, database: database) else {
+            guard !requiresDigests else {
+                throw StoreError(.corrupt, "\(place()) names the external data file \(name), for which \(Self.digestTable) holds no length and SHA-256, "
+                                 + "though this store records them for every file it writes: the table was emptied or dropped, or the reference changed", url: url)
+            }
+            return bytes
+        }
         guard bytes.count == length, Data(SHA256.hash(data: bytes)) == digest else {
             let what = bytes.count == length ? "its SHA-256 differs" : "it holds \(bytes.count) bytes"
             throw StoreError(.corrupt, "\(place()) names the external data file \(name), which is not the file written (\(length) bytes; \(what)): "

@@ -423,12 +423,29 @@ struct SQLiteSubject: PredicateSubject {
 }
 
 extension SQLiteReader {
+    /// Rows of the entity tables no fetch sees: a `Z_ENT` of no concrete entity of the table
+    /// (NULL included), or a key below 1; at most `limit` (all when nil).
+    func rowsNoReadSees(limit: Int?) throws -> [String] {
+        var found: [String] = []
+        let bound = limit.map { " LIMIT \($0)" } ?? ""
+        for table in schema.tables.values.sorted(by: { $0.name < $1.name }) where !table.name.hasPrefix("Z_") {
+            let concrete = schema.entities.values.filter { $0.table == table.name && model.entity(named: $0.name)?.isAbstract == false }
+            let numbers = concrete.map { String($0.number) }.sorted().joined(separator: ",")
+            found += try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_PK\(bound)")
+                .rows { "\(table.name) row \($0.int64(0)) has Z_ENT \($0.int64(1)), which is no concrete entity of this table: no fetch sees it" }
+            found += try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK\(bound)")
+                .rows { "\(table.name) row \($0.int64(0)) has a primary key below 1" }
+            if let limit, found.count >= limit { return Array(found.prefix(limit)) }
+        }
+        return found
+    }
+
     /// What reads alone do not see: rows of no concrete entity of their table (they are
     /// invisible to every fetch), keys that are not positive, foreign keys and join rows
     /// naming rows that do not exist, and, `deep`, SQLite's own `integrity_check`.
     func integrityProblems(deep: Bool) throws -> [String] {
         var problems: [String] = []
-        func add(_ rows: [String], limit: Int = 20) {
+        func add(_ rows: [String], limit: Int = 40) {
             problems += rows.prefix(limit)
             if rows.count > limit { problems.append("… and \(rows.count - limit) more like it") }
         }
@@ -439,14 +456,7 @@ extension SQLiteReader {
             }
             if lines != ["ok"] { add(lines.map { "SQLite integrity_check: \($0)" }) }
         }
-        for table in schema.tables.values.sorted(by: { $0.name < $1.name }) where !table.name.hasPrefix("Z_") {
-            let concrete = schema.entities.values.filter { $0.table == table.name && model.entity(named: $0.name)?.isAbstract == false }
-            let numbers = concrete.map { String($0.number) }.sorted().joined(separator: ",")
-            add(try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_PK")
-                .rows { "\(table.name) row \($0.int64(0)) has Z_ENT \($0.int64(1)), which is no concrete entity of this table: no fetch sees it" })
-            add(try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK")
-                .rows { "\(table.name) row \($0.int64(0)) has a primary key below 1" })
-        }
+        add(try rowsNoReadSees(limit: nil))
         // Every key at or below its hierarchy's counter: a key above it would be handed out again.
         for root in model.entityDescriptions where root.parent == nil {
             guard let mapping = schema.entities[root.name] else { continue }

@@ -73,11 +73,12 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             }
         } else {
             guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no SQLite store", url: url) }
+            try SQLiteExternalData.checkUnshared(url)
             schema = SQLiteSchema(model: model)
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
         }
         self.schema = schema
-        external = SQLiteExternalData(store: url, isTagged: SQLiteExternalData.isTagged(metadata))
+        external = SQLiteExternalData(store: url, metadata: metadata)
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
         deferredDurability = options.deferredDurability && !options.readOnly
         historyPolicy = HistoryPolicy(options)
@@ -85,7 +86,9 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         isSnapshot = false
         reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
         // Files a crash left that no row names (best effort: a store another process is writing is left alone).
-        if !options.readOnly { try? external.removeOrphans(connection, columns: SQLiteExternalData.columns(schema, model)) }
+        if !options.readOnly, SQLiteExternalData.sharingStores(url).isEmpty {
+            try? external.removeOrphans(connection, columns: SQLiteExternalData.columns(schema, model))
+        }
     }
 
     /// A second connection to `store`'s file, inside one read transaction: in WAL mode it
@@ -132,6 +135,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
             for (key, value) in SQLiteStoreType.coreDataKeys { metadata[key] = value }
             metadata[SQLiteExternalData.metadataKey] = .integer(1)
+            metadata[SQLiteExternalData.digestsKey] = .integer(1)
             try connection.transaction {
                 for sql in schema.createStatements { try connection.execute(sql) }
                 let insert = try connection.statement("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?1, ?2, ?3, 0)")
@@ -328,6 +332,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
 
     public func integrityProblems(deep: Bool) throws -> [String] {
         try withReader { try $0.integrityProblems(deep: deep) }
+    }
+
+    public func rowsNoReadSees(limit: Int) throws -> [String] {
+        try withReader { try $0.rowsNoReadSees(limit: limit) }
     }
 
     private func checkWritable() throws {

@@ -11,10 +11,12 @@ public struct SQLiteStoreType: StoreType {
     public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
 
     /// The file, then `-wal`, `-shm` and `-journal`, and Core Data's `.<name>_SUPPORT` folder
-    /// (the files of external binary data): one store, moved, copied and removed together.
+    /// (the files of external binary data): one store, moved, copied and removed together. A
+    /// folder another store beside it shares (``SQLiteExternalData/sharingStores(_:)``) is not
+    /// this store's alone, and is left out.
     public func fileURLs(for url: URL) -> [URL] {
         [url] + ["-wal", "-shm", "-journal"].map { url.deletingLastPathComponent().appending(path: url.lastPathComponent + $0) }
-            + [SQLiteExternalData.supportFolder(for: url)]
+            + (SQLiteExternalData.sharingStores(url).isEmpty ? [SQLiteExternalData.supportFolder(for: url)] : [])
     }
 
     static let header = Data("SQLite format 3\0".utf8)
@@ -42,7 +44,12 @@ public struct SQLiteStoreType: StoreType {
 
     /// Moves the whole store (``StoreType/replaceFiles(at:with:)``: external data files merged
     /// first, the main file last), then removes the external data files the new store does not name.
+    public func checkNewStoreLocation(_ url: URL) throws {
+        try SQLiteExternalData.checkUnshared(FileOperations.resolved(url))
+    }
+
     public func replace(at destination: URL, with source: URL) throws {
+        try checkNewStoreLocation(destination)
         try replaceFiles(at: destination, with: source)
         try? Self.removeUnnamedExternalFiles(at: FileOperations.resolved(destination))
     }
@@ -51,6 +58,7 @@ public struct SQLiteStoreType: StoreType {
     /// names (any BLOB column's value tagged 0x02: without a model, a column that only looks
     /// like a reference keeps a file, never the other way round). In one write transaction.
     static func removeUnnamedExternalFiles(at url: URL) throws {
+        guard SQLiteExternalData.sharingStores(url).isEmpty else { return }
         let external = SQLiteExternalData(store: url, isTagged: true)
         guard let present = try? FileManager.default.contentsOfDirectory(atPath: external.folder.path), !present.isEmpty else { return }
         let (connection, _) = try openExisting(url, readOnly: false)
@@ -60,7 +68,7 @@ public struct SQLiteStoreType: StoreType {
             (row.column(0), row.column(1))
         }
         var columns: [String: [String]] = [:]
-        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE", SQLiteExternalData.digestTable].contains(table.uppercased()) {
+        for case (.text(let table), .text(let column)) in pairs where !["Z_METADATA", "Z_MODELCACHE", SQLiteExternalData.digestTable, SQLiteHistory.table].contains(table.uppercased()) {
             columns[table, default: []].append(column)
         }
         try external.removeOrphans(connection, columns: columns)
@@ -190,10 +198,11 @@ public struct SQLiteStoreType: StoreType {
         let uuid = metadata.storeUUID?.uuidString ?? existing.flatMap { UUID(uuidString: $0)?.uuidString } ?? UUID().uuidString
         values[StoreMetadata.Key.storeUUID] = nil
         // How the store's external-storage columns hold values is the store's, not the caller's to drop.
-        if values[SQLiteExternalData.metadataKey] == nil,
+        let kept = [SQLiteExternalData.metadataKey, SQLiteExternalData.digestsKey].filter { values[$0] == nil }
+        if !kept.isEmpty,
            case .blob(let plist)? = try connection.statement("SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").rows([], { $0.column(0) }).first,
-           let marker = PropertyListValue.decodeDictionary(plist)?[SQLiteExternalData.metadataKey] {
-            values[SQLiteExternalData.metadataKey] = marker
+           let stored = PropertyListValue.decodeDictionary(plist) {
+            for key in kept { values[key] = stored[key] }
         }
         let plist = try PropertyListValue.binaryPropertyList(values)
         try connection.statement("DELETE FROM Z_METADATA").run()

@@ -94,8 +94,8 @@ struct RealStoreFeatureCommandTests {
         }
     }
 
-    @Test("damaged external data files (truncated, emptied, a byte changed, two swapped, a link in the folder, a link to an identical file outside) are errors naming the object and property, in export, convert and validate --deep",
-          arguments: ["truncated", "emptied", "changed", "swapped", "link inside", "link outside"])
+    @Test("damaged external data files (truncated, emptied, a byte changed, two swapped, a link in the folder, a link to an identical file outside, truncated after the table of digests was emptied or dropped) are errors naming the object and property, in export, convert and validate --deep",
+          arguments: ["truncated", "emptied", "changed", "swapped", "link inside", "link outside", "digests emptied", "digests dropped"])
     func damagedExternalFiles(_ damage: String) throws {
         let workspace = try Workspace()
         let model = try workspace.write(Self.model, to: "Books.xcdatamodel/contents")
@@ -123,6 +123,11 @@ struct RealStoreFeatureCommandTests {
             try FileManager.default.moveItem(at: file, to: spare)
             try FileManager.default.moveItem(at: folder.appending(path: two), to: file)
             try FileManager.default.moveItem(at: spare, to: folder.appending(path: two))
+        case "digests emptied", "digests dropped":
+            let database = try RawDatabase(workspace.url.appending(path: "books.sqlite"), readOnly: false)
+            try database.execute(damage == "digests emptied" ? "DELETE FROM OBJECTSTORE_EXTERNAL_DATA" : "DROP TABLE OBJECTSTORE_EXTERNAL_DATA")
+            database.close()
+            try first.prefix(1_000).write(to: file)
         case "link inside":
             try FileManager.default.removeItem(at: file)
             try FileManager.default.createSymbolicLink(atPath: file.path, withDestinationPath: two)

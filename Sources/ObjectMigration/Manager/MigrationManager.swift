@@ -84,6 +84,12 @@ public final class MigrationManager: Sendable {
             let source = try sourceType.open(at: sourceURL, model: sourceModel, options: StoreOptions(readOnly: true, createIfMissing: false))
             defer { try? source.close() }
             snapshot = try source.snapshot()
+            // Rows every read passes by would be left out of the new store without a word.
+            if let checking = snapshot as? any IntegrityChecking, let row = try checking.rowsNoReadSees(limit: 1).first {
+                try? snapshot.close()
+                throw StoreError(.corrupt, "the store is damaged: \(row); the migration would leave it out (objectstore validate lists every such row)",
+                                 url: sourceURL)
+            }
         } catch let error as StoreError {
             defer { continuation.finish() }
             throw MigrationError(error.code == .incompatibleModel ? .incompatibleSource : .store, "the source: \(error)", cause: error)

@@ -264,4 +264,13 @@ public protocol IntegrityChecking {
     /// One line per problem, naming what and where. `deep` adds the checks that read
     /// every page of the file.
     func integrityProblems(deep: Bool) throws -> [String]
+    /// Rows that every read passes by without a word (SQLite: a row whose `Z_ENT` names no
+    /// entity of its table, or whose key is below 1), at most `limit`: what an export or a
+    /// conversion checks first, so that it never leaves an object out silently. Cheaper than
+    /// ``integrityProblems(deep:)``; empty by default.
+    func rowsNoReadSees(limit: Int) throws -> [String]
+}
+
+extension IntegrityChecking {
+    public func rowsNoReadSees(limit: Int) throws -> [String] { [] }
 }

@@ -80,6 +80,7 @@ public final class StagedStore: Sendable {
     /// unless `replacing`.
     /// - Throws: ``StoreError`` when a file cannot be moved.
     public static func install(_ staged: URL, type: any StoreType, at destination: URL, replacing existing: (any StoreType)?) throws {
+        try type.checkNewStoreLocation(destination)
         guard let existing else {
             // The log folded in, the staged sidecars hold nothing the main file needs: they go
             // first, so a kill after the move leaves at most the staging's own lock file.

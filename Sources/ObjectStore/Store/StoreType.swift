@@ -62,10 +62,15 @@ public protocol StoreType: Sendable {
     /// the lock, so that a writer waiting on it finds the store that is there when it gets it.
     /// Nil by default.
     func writeLockFile(for url: URL) -> URL?
+    /// Refuses to put a new store at `url` when it could not be one store of its own there
+    /// (SQLite: its external data folder would be another store's). Nothing by default.
+    func checkNewStoreLocation(_ url: URL) throws
 }
 
 extension StoreType {
     public var fileExtensions: [String] { [] }
+
+    public func checkNewStoreLocation(_ url: URL) throws {}
 
     public func storeExists(at url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 

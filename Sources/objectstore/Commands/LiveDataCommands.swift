@@ -66,6 +66,11 @@ struct WatchCommand: ParsableCommand {
         let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: true)
         defer { try? opened.close() }
         let filter = try EntityFilter(entity, model: opened.model)
+        // Runs until interrupted: the signals that stop it work even when the parent blocked them.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&stopping, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         let observer = try HistoryObserver(store: opened, type: type, after: since)
         // Ready: a script may start writing once this line is on stderr.
         printError("watching \(store) after token \(try since ?? opened.lastHistoryToken())\n")
@@ -114,7 +119,7 @@ struct HistoryCommand: ParsableCommand {
             output("deleted \(count) transaction\(count == 1 ? "" : "s")")
             return
         }
-        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
+        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection, checkingRows: false)
         defer { try? opened.close() }
         let filter = try EntityFilter(entity, model: opened.model)
         for transaction in try opened.history(HistoryQuery(after: since, author: author, entities: Set(entity))) {

@@ -109,6 +109,7 @@ struct ConvertCommand: ParsableCommand {
             }
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
+        try toType.checkNewStoreLocation(destinationURL)
         // Into a staged store beside the destination (a file beside it, or a schema of its own in
         // the same database), then moved over it: a failure never costs the old destination.
         let staging: StagedStore?
@@ -181,7 +182,7 @@ struct ValidateCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
+        let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection, checkingRows: false)
         defer { try? opened.close() }
         var failures = 0
         if let checking = opened as? any IntegrityChecking {

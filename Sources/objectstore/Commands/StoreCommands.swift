@@ -61,6 +61,7 @@ struct ImportCommand: ParsableCommand {
         // A new store is filled under a staged name and moved into place only when complete:
         // a killed import leaves no store, and the next run starts from nothing.
         guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
+        try type.checkNewStoreLocation(url)
         if onServer { return try importIntoNewServerStore(url, type: type, model: model, bytes) }
         StagedStore.sweepAndSay(beside: url)
         let staging = try StagedStore(beside: url, verb: "importing")
@@ -181,7 +182,18 @@ struct DestroyCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        try type.destroy(at: try StoreLocator.url(store))
+        let url = try StoreLocator.url(store)
+        // A file store's content must say it is one: --type never makes any file a store to remove.
+        if url.isFileURL, !type.fileExtensions.isEmpty {
+            let header = FileHandle(forReadingAtPath: url.path).flatMap { handle in
+                defer { try? handle.close() }
+                return try? handle.read(upToCount: 4_096)
+            } ?? Data()
+            guard type.recognizes(header: header) else {
+                throw CLIError("\(store): not destroyed: its content is not that of a \(type.name) store, and destroy removes only stores")
+            }
+        }
+        try type.destroy(at: url)
         output("destroyed \(store)")
     }
 }
@@ -196,7 +208,12 @@ struct CheckpointCommand: ParsableCommand {
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
         try StoreLocator.requireExisting(store, type)
-        try type.checkpoint(at: try StoreLocator.url(store))
+        let url = try StoreLocator.url(store)
+        guard type.fileURLs(for: url).contains(where: { $0.lastPathComponent.hasSuffix("-wal") }) else {
+            output("\(store): nothing to checkpoint (a \(type.name) store keeps no write-ahead log)")
+            return
+        }
+        try type.checkpoint(at: url)
         output("checkpointed \(store)")
     }
 }

@@ -166,14 +166,24 @@ enum StoreLocator {
 
     /// A snapshot of an existing store: every read of one command (an export, a validation,
     /// a count) sees one moment of it, whatever another process writes meanwhile.
-    static func snapshot(_ path: String, type: any StoreType, model: ManagedObjectModel) throws -> any PersistentStore {
+    ///
+    /// Unless `checkingRows` is false (validate, which lists them), a store with rows no read
+    /// sees (``IntegrityChecking/rowsNoReadSees(limit:)``) is refused: an export or a conversion
+    /// would leave those objects out without a word.
+    static func snapshot(_ path: String, type: any StoreType, model: ManagedObjectModel, checkingRows: Bool = true) throws -> any PersistentStore {
         let store = try open(path, type: type, model: model, readOnly: true)
         defer { try? store.close() }
-        return try store.snapshot()
+        let snapshot = try store.snapshot()
+        if checkingRows, let checking = snapshot as? any IntegrityChecking, let row = try checking.rowsNoReadSees(limit: 1).first {
+            try? snapshot.close()
+            throw StoreError(.corrupt, "the store is damaged: \(row); it would be left out without a word, so nothing is read "
+                             + "(objectstore validate lists every such row)", url: store.url)
+        }
+        return snapshot
     }
 
     /// A snapshot of an existing store, with the model `selection` gives.
-    static func snapshot(_ path: String, type: any StoreType, selection: ModelSelection) throws -> any PersistentStore {
-        try snapshot(path, type: type, model: try model(for: path, type: type, selection: selection).model)
+    static func snapshot(_ path: String, type: any StoreType, selection: ModelSelection, checkingRows: Bool = true) throws -> any PersistentStore {
+        try snapshot(path, type: type, model: try model(for: path, type: type, selection: selection).model, checkingRows: checkingRows)
     }
 }
