@@ -85,7 +85,10 @@ struct PostgreSQLCommandTests {
         // The conversion is the new store's history: transactions that insert every object.
         let history = try CLI.run("history", pg, "--json")
         #expect(history.status == 0, "\(history.stderr)")
-        let inserted = history.stdout.split(separator: "\n").reduce(0) { $0 + $1.components(separatedBy: "/").count - 1 }
+        let inserted = try history.stdout.split(separator: "\n").reduce(0) { sum, line in
+            let transaction = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return sum + ((transaction?["inserted"] as? [String])?.count ?? 0)
+        }
         #expect(inserted == 8, "\(history.stdout)")
         let inspect = try CLI.run("inspect", pg)
         #expect(inspect.status == 0, "\(inspect.stderr)")

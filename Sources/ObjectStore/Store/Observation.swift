@@ -133,13 +133,15 @@ public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
 public final class HistoryObserver: Sendable {
     let store: any PersistentStore
     let signal: any StoreChangeSignal
-    let start: Int64?
+    /// The token it observes after: what comes later is what it hands out.
+    public let start: Int64
 
-    /// Observes `store` (of `type`) after `token`; nil starts at its newest transaction.
+    /// Observes `store` (of `type`) after `token`; nil starts after its newest transaction now,
+    /// so every save that ends after this call is seen.
     public init(store: any PersistentStore, type: any StoreType, after token: Int64? = nil) throws {
         self.store = store
+        start = try token ?? store.lastHistoryToken()
         signal = try type.changeSignal(for: store)
-        start = token
     }
 
     /// Hands `body` each transaction as it commits, in token order, until `body` returns false
@@ -147,7 +149,7 @@ public final class HistoryObserver: Sendable {
     /// waiting on the store's ``StoreChangeSignal``.
     public func run(until stop: () -> Bool = { false }, _ body: (StoreTransaction) throws -> Bool) throws {
         defer { signal.close() }
-        var seen = try start ?? store.lastHistoryToken()
+        var seen = start
         while !stop() {
             let batch = try store.history(after: seen, limit: 1_000)
             for transaction in batch {
