@@ -173,16 +173,7 @@ extension ModelContainer {
         }
         do {
             let type = try coordinator.registry.type(named: store.storeType)
-            let observed = try HistoryObserver(store: store, type: type, after: token?.token.value).transactions()
-            let task = Task {
-                do {
-                    for try await transaction in observed { continuation.yield(DefaultHistoryTransaction(transaction)) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
+            return try HistoryObserver(store: store, type: type, after: token?.token.value).transactions(DefaultHistoryTransaction.init)
         } catch {
             continuation.finish(throwing: error)
         }

@@ -67,7 +67,7 @@ struct LiveDataTests {
         writer.insert(a)
         writer.insert(b)
         try writer.save()
-        let two = try #require(try await within(10) { try await results.next() })
+        let two = try #require(try await within(60) { try await results.next() })
         #expect(two.map(\.title) == ["A", "B"])
 
         // An author only: no Book changes, so no new result for it; then a book's change is one.
@@ -75,13 +75,13 @@ struct LiveDataTests {
         try writer.save()
         a.title = "A2"
         try writer.save()
-        let renamed = try #require(try await within(10) { try await results.next() })
+        let renamed = try #require(try await within(60) { try await results.next() })
         #expect(renamed.map(\.title) == ["A2", "B"])
         #expect(renamed.first === two.first, "the watcher's own model, read again by the merge")
 
         writer.delete(b)
         try writer.save()
-        let one = try #require(try await within(10) { try await results.next() })
+        let one = try #require(try await within(60) { try await results.next() })
         #expect(one.map(\.title) == ["A2"])
     }
 
@@ -97,8 +97,8 @@ struct LiveDataTests {
         writer.transactionAuthor = "second"
         writer.insert(Author(name: "Bob"))
         try writer.save()
-        let first = try #require(try await within(10) { try await transactions.next() })
-        let second = try #require(try await within(10) { try await transactions.next() })
+        let first = try #require(try await within(60) { try await transactions.next() })
+        let second = try #require(try await within(60) { try await transactions.next() })
         #expect([first.author, second.author] == ["first", "second"])
         #expect(first.token < second.token)
     }

@@ -21,7 +21,31 @@ extension PersistentStore {
     ///   ``StoreError/Code/validationFailed`` for a value a rule refuses, naming the attribute,
     ///   ``StoreError/Code/conflict`` when another writer changed a matched object meanwhile.
     @discardableResult
-    public func batchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String? = nil) throws -> Int {
+    public func batchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String?) throws -> Int {
+        try recordBatchUpdate(request, set: values, author: author)
+    }
+
+    /// ``batchUpdate(_:set:author:)`` with the store's own author.
+    @discardableResult
+    public func batchUpdate(_ request: FetchRequest, set values: [String: Value?]) throws -> Int {
+        try batchUpdate(request, set: values, author: nil)
+    }
+
+    @discardableResult
+    public func batchDelete(_ request: FetchRequest, author: String?) throws -> Int {
+        try recordBatchDelete(request, author: author)
+    }
+
+    /// ``batchDelete(_:author:)`` with the store's own author.
+    @discardableResult
+    public func batchDelete(_ request: FetchRequest) throws -> Int {
+        try batchDelete(request, author: nil)
+    }
+
+    /// Checks what a batch update sets against `request`'s entity: attributes only, stored, each
+    /// value allowed by every rule of the model. Returns the entity.
+    /// - Throws: ``StoreError/Code/invalidChange`` or ``StoreError/Code/validationFailed`` naming the attribute.
+    public func checkBatchUpdate(_ request: FetchRequest, set values: [String: Value?]) throws -> EntityDescription {
         guard let entity = model.entity(named: request.entityName) else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
         guard !values.isEmpty else { throw StoreError(.invalidChange, "a batch update sets at least one attribute") }
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
@@ -34,6 +58,14 @@ extension PersistentStore {
                 throw StoreError(.validationFailed, "\(entity.name).\(name): \(message)")
             }
         }
+        return entity
+    }
+
+    /// The batch update every store can do: the matching records read, then one change set
+    /// saved with their versions expected.
+    @discardableResult
+    public func recordBatchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String? = nil) throws -> Int {
+        _ = try checkBatchUpdate(request, set: values)
         var matching = request
         matching.sortDescriptors = []
         matching.fetchOffset = 0
@@ -59,8 +91,10 @@ extension PersistentStore {
     ///
     /// - Throws: ``StoreError/Code/deleteDenied`` naming the object and the relationship that
     ///   blocks it; ``StoreError/Code/conflict`` when another writer changed an object meanwhile.
+    /// The batch delete every store can do: the matching records read, the rules worked out from
+    /// them, then one change set saved with their versions expected.
     @discardableResult
-    public func batchDelete(_ request: FetchRequest, author: String? = nil) throws -> Int {
+    public func recordBatchDelete(_ request: FetchRequest, author: String? = nil) throws -> Int {
         guard model.entity(named: request.entityName) != nil else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
         var matching = request
         matching.sortDescriptors = []

@@ -162,7 +162,14 @@ public final class HistoryObserver: Sendable {
 
     /// The transactions, one by one, until the sequence is dropped or the store fails.
     public func transactions() -> AsyncThrowingStream<StoreTransaction, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<StoreTransaction, any Error>.makeStream(bufferingPolicy: .unbounded)
+        transactions { $0 }
+    }
+
+    /// The transactions as `transform` makes them, one by one, until the sequence is dropped or
+    /// the store fails. Each is handed to the sequence from the observer's own thread, as it
+    /// commits: no task has to run for it to arrive.
+    public func transactions<T: Sendable>(_ transform: @escaping @Sendable (StoreTransaction) -> T) -> AsyncThrowingStream<T, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<T, any Error>.makeStream(bufferingPolicy: .unbounded)
         let stopped = Atomic<Bool>(false)
         continuation.onTermination = { _ in
             stopped.store(true, ordering: .releasing)
@@ -171,7 +178,7 @@ public final class HistoryObserver: Sendable {
         let thread = Thread { [self] in
             do {
                 try run(until: { stopped.load(ordering: .acquiring) }) { transaction in
-                    continuation.yield(transaction)
+                    continuation.yield(transform(transaction))
                     return true
                 }
                 continuation.finish()

@@ -129,6 +129,17 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Returns how many transactions went.
     @discardableResult
     func deleteHistory(through token: Int64) throws -> Int
+    /// Sets `values` on every object `request` matches, in one transaction recorded in the
+    /// history; returns how many (``PersistentStore/batchUpdate(_:set:author:)`` says what is
+    /// checked). The default reads the matching records and saves a change set; a backend
+    /// implements it to do it without them (SQLite in SQL).
+    @discardableResult
+    func batchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String?) throws -> Int
+    /// Deletes every object `request` matches, delete rules applied, in one transaction recorded
+    /// in the history; returns how many went. The default works the rules out from the records
+    /// and saves a change set; a backend implements it to do it without them.
+    @discardableResult
+    func batchDelete(_ request: FetchRequest, author: String?) throws -> Int
     /// Flushes and closes the store; later calls throw ``StoreError/Code/closed``.
     func close() throws
 }
