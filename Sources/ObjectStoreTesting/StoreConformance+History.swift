@@ -126,6 +126,39 @@ extension StoreConformance {
         #expect(try store.relatedKeys(of: t2, relationship: "tags").isEmpty)
         #expect(try store.batchDelete(FetchRequest(entity: "Tag", predicate: try ObjectPredicate("label == 'none'"))) == 0)
 
+        // An ordered to-many and its inverse to-one: deleting a track takes it out of the list; deleting the
+        // playlist leaves its tracks without one; each partner is recorded as updated by the relationship.
+        let list = ObjectKey("Playlist", 20), s1 = ObjectKey("Track", 21), s2 = ObjectKey("Track", 22), s3 = ObjectKey("Track", 23)
+        try store.bulkInsert([
+            ObjectRecord(key: list, attributes: ["name": .string("mix")], toMany: ["tracks": [s1, s2, s3]]),
+            ObjectRecord(key: s1, attributes: ["title": .string("s1")], toOne: ["playlist": list]),
+            ObjectRecord(key: s2, attributes: ["title": .string("s2")], toOne: ["playlist": list]),
+            ObjectRecord(key: s3, attributes: ["title": .string("s3")], toOne: ["playlist": list]),
+        ])
+        let beforeTracks = try store.lastHistoryToken()
+        #expect(try store.batchDelete(FetchRequest(entity: "Track", predicate: try ObjectPredicate("title == 's2'"))) == 1)
+        #expect(try store.relatedKeys(of: list, relationship: "tracks") == [s1, s3])
+        let trackGone = try #require(try store.history(after: beforeTracks, limit: 10).first)
+        #expect(trackGone.deleted == [s2] && trackGone.updated == [UpdatedObject(key: list, properties: ["tracks"])])
+        #expect(try store.batchDelete(FetchRequest(entity: "Playlist")) == 1)
+        #expect(try store.record(for: s1)?.toOne["playlist"] == nil && store.record(for: s3)?.toOne["playlist"] == nil)
+        let listGone = try #require(try store.history(after: trackGone.token.value, limit: 10).first)
+        #expect(listGone.deleted == [list] && Set(listGone.updated.map(\.key)) == [s1, s3])
+        #expect(listGone.updated.allSatisfy { $0.properties == ["playlist"] })
+
+        // Inheritance: a request for an abstract entity deletes and updates its sub-entities' objects.
+        try store.bulkInsert([
+            ObjectRecord(key: ObjectKey("Car", 30), attributes: ["wheels": .integer(4), "seats": .integer(5)]),
+            ObjectRecord(key: ObjectKey("SportsCar", 31), attributes: ["wheels": .integer(4), "seats": .integer(2)]),
+            ObjectRecord(key: ObjectKey("Truck", 32), attributes: ["wheels": .integer(6)]),
+        ])
+        #expect(try store.batchUpdate(FetchRequest(entity: "Vehicle", predicate: try ObjectPredicate("wheels == 4")), set: ["wheels": .integer(3)]) == 2)
+        #expect(try store.record(for: ObjectKey("SportsCar", 31))?.attributes["wheels"] == .integer(3))
+        #expect(try store.batchDelete(FetchRequest(entity: "Vehicle", predicate: try ObjectPredicate("wheels < 5"))) == 2)
+        #expect(try store.count(FetchRequest(entity: "Vehicle")) == 1)
+        let vehicles = try #require(try store.history(after: nil, limit: 100).last)
+        #expect(vehicles.deleted == [ObjectKey("Car", 30), ObjectKey("SportsCar", 31)])
+
         // Deny: refused while a related object survives, naming both; nothing written.
         let guarded = try ManagedObjectModel(versionIdentifiers: ["deny"]) {
             Entity("Owner") {
