@@ -49,6 +49,13 @@ let package = Package(
                            .product(name: "AtomicStore", package: "ObjectStore"), .product(name: "InMemoryStore", package: "ObjectStore")],
             path: "Sources/atomic-bench"
         ),
+        // Batch update and delete against sqlite3, history's cost on insert, watch latency (issue 22).
+        .executableTarget(
+            name: "live-bench",
+            dependencies: ["BenchmarkSupport", "CSQLiteBench", .product(name: "ObjectModel", package: "ObjectStore"),
+                           .product(name: "ObjectStore", package: "ObjectStore"), .product(name: "SQLiteStore", package: "ObjectStore")],
+            path: "Sources/live-bench"
+        ),
         .executableTarget(
             name: "MigrationBenchmarks",
             dependencies: [

@@ -3,15 +3,18 @@
 # in-memory store, in one run on this machine, and prints Markdown tables (docs/performance.md
 # records the figures). Each benchmark then checks its figures against the limits checked in under
 # Thresholds/ (one JSON file per benchmark) and the script fails when one is over.
-# Usage: Benchmarks/run.sh [objects] [small objects] [context objects] [context rounds] [atomic-file objects]
+# Usage: Benchmarks/run.sh [objects] [small objects] [context objects] [context rounds] [atomic-file objects] [live-data books]
 set -euo pipefail
 cd "$(dirname "$0")"
 # SwiftPM caches the main package's file list; touching the manifests makes it see new files.
 touch Package.swift ../Package.swift
-for product in migration-bench context-bench atomic-bench; do swift build -c release --product "$product" >&2; done
+for product in migration-bench context-bench atomic-bench live-bench; do swift build -c release --product "$product" >&2; done
 .build/release/migration-bench report "${1:-1000000}" "${2:-100000}"
 echo
 .build/release/context-bench report "${3:-100000}" "${4:-5}"
 echo
 .build/release/atomic-bench report "${5:-200000}"
+echo
+(cd .. && swift build -c release --product objectstore >&2)
+.build/release/live-bench report "${6:-500000}" 200 ../.build/release/objectstore
 # The ordo-one/benchmark suite (smaller stores, repeated): swift package benchmark
