@@ -2,9 +2,10 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// Batch update and delete in SQL: one `UPDATE … RETURNING` or a handful of statements over a
-/// temporary table of the doomed keys, in one write transaction with its history record; no
-/// record is read. What SQL cannot do exactly as the contract says falls back to the record
+/// Batch update and delete in SQL: one `UPDATE … RETURNING`, or, for a delete, one statement per
+/// relationship whose partners must let go (each `RETURNING` the partners, for the history) and
+/// one `DELETE … RETURNING` of the rows; in one write transaction with its history record, no
+/// record read. What SQL cannot do exactly as the contract says falls back to the record
 /// path (``PersistentStore/recordBatchUpdate(_:set:author:)``): a predicate SQL cannot answer
 /// alone, an attribute with external storage or in a uniqueness constraint (update), a cascade
 /// or deny rule, external storage, or a relationship without an inverse reaching the doomed
@@ -61,60 +62,84 @@ extension SQLiteStore {
                                  deleted: deleted)
         }) { writer in
             let connection = writer.connection
-            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS os_doomed (pk INTEGER PRIMARY KEY, ent INTEGER NOT NULL)")
-            try connection.execute("DELETE FROM temp.os_doomed")
-            var select = "INSERT INTO temp.os_doomed SELECT t.Z_PK, t.Z_ENT FROM \(quote(mapping.table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
-            if let sql = plan.sql { select += " AND (\(sql))" }
-            try connection.statement(select).run(plan.arguments)
-            deleted = try connection.statement("SELECT pk, ent FROM temp.os_doomed ORDER BY pk").rows { row in
-                ObjectKey(schema.byNumber[Int(row.int64(1))] ?? description.name, row.int64(0))
-            }
-            guard !deleted.isEmpty else { return }
-            func note(_ sql: String, _ property: String, _ fallbackEntity: String) throws {
-                try connection.statement(sql).forEachRow { row in
-                    let entity = row.column(1) == .null ? fallbackEntity : (schema.byNumber[Int(row.int64(1))] ?? fallbackEntity)
-                    partners[ObjectKey(entity, row.int64(0)), default: []].insert(property)
+            // The doomed rows, as a condition each statement evaluates again: earlier statements
+            // change only foreign keys and join rows, never the attributes it reads.
+            var condition = "t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+            if let sql = plan.sql { condition += " AND (\(sql))" }
+            func doomed(_ number: Int) -> String { "(SELECT t.Z_PK FROM \(quote(mapping.table)) t WHERE \(condition) AND t.Z_ENT = \(number))" }
+            /// Notes each row's partner (column 0 its key, column 1 its Z_ENT or NULL) as updated by `property`.
+            func note(_ sql: String, _ property: String, _ destination: String) throws {
+                var seen: Set<Int64> = []
+                try connection.statement(sql).forEachRow(plan.arguments) { row in
+                    let key = row.int64(0)
+                    guard seen.insert(key).inserted else { return }
+                    let entity = row.column(1) == .null ? destination : (schema.byNumber[Int(row.int64(1))] ?? destination)
+                    partners[ObjectKey(entity, key), default: []].insert(property)
                 }
             }
+            // Every partner's side first, while the doomed rows are there to find them by.
+            var partnerColumns: [(column: String, entity: String?, inverse: String, destination: String)] = []
             for entity in doomedEntities {
-                let doomed = "(SELECT pk FROM temp.os_doomed WHERE ent = \(schema.entities[entity.name]!.number))"
+                let own = schema.entities[entity.name]!
                 for relationship in entity.relationships where !relationship.isTransient {
                     guard let inverse = relationship.inverse else { continue }
-                    let own = schema.entities[entity.name]!
                     if !relationship.isToMany, let columns = own.toOne[relationship.name] {
-                        // The partner's to-many (or one-to-one) loses the object; its row keeps its values.
-                        let target = model.entity(named: relationship.destination)
-                        let targetEntity = columns.entity.map { "t.\(quote($0))" } ?? String(schema.entities[relationship.destination]!.number)
-                        try note("SELECT DISTINCT t.\(quote(columns.key)), \(targetEntity) FROM \(quote(own.table)) t WHERE t.Z_PK IN \(doomed) AND t.\(quote(columns.key)) IS NOT NULL",
-                                 inverse, target?.name ?? relationship.destination)
+                        // The partner's to-many (or one-to-one) loses the object: read from the deleted rows below.
+                        if !partnerColumns.contains(where: { $0.column == columns.key }) {
+                            partnerColumns.append((columns.key, columns.entity, inverse, relationship.destination))
+                        }
                         // A one-to-one partner that holds the key itself lets go of it.
-                        if let back = target?.relationshipsByName[inverse], !back.isToMany,
+                        if let back = model.entity(named: relationship.destination)?.relationshipsByName[inverse], !back.isToMany,
                            let partner = schema.entities[relationship.destination], let backColumns = partner.toOne[inverse] {
-                            try connection.execute("UPDATE \(quote(partner.table)) SET \(quote(backColumns.key)) = NULL"
-                                                   + (backColumns.entity.map { ", \(quote($0)) = NULL" } ?? "") + " WHERE \(quote(backColumns.key)) IN \(doomed)")
+                            try connection.statement("UPDATE \(quote(partner.table)) SET \(quote(backColumns.key)) = NULL"
+                                                     + (backColumns.entity.map { ", \(quote($0)) = NULL" } ?? "")
+                                                     + " WHERE \(quote(backColumns.key)) IN \(doomed(own.number))").run(plan.arguments)
                         }
                         continue
                     }
                     switch own.toMany[relationship.name] {
                     case .inverseForeignKey(let table, let column, let entityColumn, let order)?:
-                        try note("SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) IN \(doomed)", inverse, relationship.destination)
                         var set = "\(quote(column)) = NULL"
                         if let entityColumn { set += ", \(quote(entityColumn)) = NULL" }
                         if let order { set += ", \(quote(order)) = NULL" }
-                        try connection.execute("UPDATE \(quote(table)) SET \(set) WHERE \(quote(column)) IN \(doomed)")
+                        try note("UPDATE \(quote(table)) SET \(set) WHERE \(quote(column)) IN \(doomed(own.number)) RETURNING Z_PK, Z_ENT",
+                                 inverse, relationship.destination)
                     case .join(let table, let ownColumn, let other, _, _, let otherTable)?:
-                        try note("SELECT DISTINCT j.\(quote(other)), o.Z_ENT FROM \(quote(table)) j JOIN \(quote(otherTable)) o ON o.Z_PK = j.\(quote(other)) "
-                                 + "WHERE j.\(quote(ownColumn)) IN \(doomed)", inverse, relationship.destination)
-                        try connection.execute("DELETE FROM \(quote(table)) WHERE \(quote(ownColumn)) IN \(doomed)")
+                        // The partner's entity: fixed when its table holds one entity, else its row's Z_ENT.
+                        let single = schema.entities.values.filter { $0.table == otherTable }.count == 1
+                        let removed = "DELETE FROM \(quote(table)) WHERE \(quote(ownColumn)) IN \(doomed(own.number)) RETURNING \(quote(other))"
+                        if single {
+                            try note(removed + ", NULL", inverse, relationship.destination)
+                        } else {
+                            var members: Set<Int64> = []
+                            try connection.statement(removed).forEachRow(plan.arguments) { members.insert($0.int64(0)) }
+                            let list = members.sorted().map(String.init).joined(separator: ",")
+                            try note("SELECT Z_PK, Z_ENT FROM \(quote(otherTable)) WHERE Z_PK IN (\(list))", inverse, relationship.destination)
+                        }
                     default:
                         break
                     }
                 }
             }
-            // The partners that are themselves deleted are not updated.
-            for key in deleted { partners[key] = nil }
-            try connection.execute("DELETE FROM \(quote(mapping.table)) WHERE Z_PK IN (SELECT pk FROM temp.os_doomed)")
-            try connection.execute("DELETE FROM temp.os_doomed")
+            // Then the rows, their keys and their own to-ones' partners in one pass.
+            let extra = partnerColumns.flatMap { [quote($0.column), $0.entity.map(quote) ?? "NULL"] }
+            let returning = (["Z_PK", "Z_ENT"] + extra).joined(separator: ", ")
+            var seen = [Set<Int64>](repeating: [], count: partnerColumns.count)
+            try connection.statement("DELETE FROM \(quote(mapping.table)) AS t WHERE \(condition) RETURNING \(returning)").forEachRow(plan.arguments) { row in
+                deleted.append(ObjectKey(schema.byNumber[Int(row.int64(1))] ?? description.name, row.int64(0)))
+                for (index, partner) in partnerColumns.enumerated() {
+                    let column = Int32(2 + 2 * index)
+                    guard row.column(column) != .null, seen[index].insert(row.int64(column)).inserted else { continue }
+                    let entity = row.column(column + 1) == .null ? partner.destination : (schema.byNumber[Int(row.int64(column + 1))] ?? partner.destination)
+                    partners[ObjectKey(entity, row.int64(column)), default: []].insert(partner.inverse)
+                }
+            }
+            // The partners that are themselves deleted are not updated (a relationship within the hierarchy).
+            let doomedNames = Set(doomedEntities.map(\.name))
+            if partners.keys.contains(where: { doomedNames.contains($0.entity) }) {
+                let gone = Set(deleted)
+                partners = partners.filter { !gone.contains($0.key) }
+            }
         }
         return deleted.count
     }

@@ -31,6 +31,16 @@ extension PersistentStore {
         try batchUpdate(request, set: values, author: nil)
     }
 
+    /// Deletes every object `request` matches (no sort, offset or limit), with the model's
+    /// delete rules applied, in one transaction; returns how many objects went, those the
+    /// cascade took included.
+    ///
+    /// Cascade deletes the objects across the relationship too; nullify takes the deleted
+    /// objects out of the surviving partners' inverse relationships; deny refuses the whole
+    /// delete while a related object that is not deleted with it remains, naming both.
+    ///
+    /// - Throws: ``StoreError/Code/deleteDenied`` naming the object and the relationship that
+    ///   blocks it; ``StoreError/Code/conflict`` when another writer changed an object meanwhile.
     @discardableResult
     public func batchDelete(_ request: FetchRequest, author: String?) throws -> Int {
         try recordBatchDelete(request, author: author)
@@ -61,16 +71,21 @@ extension PersistentStore {
         return entity
     }
 
+    /// `request` without its sort, offset and limit: what a batch operation acts on.
+    static func everyMatch(_ request: FetchRequest) -> FetchRequest {
+        var matching = request
+        matching.sortDescriptors = []
+        matching.fetchOffset = 0
+        matching.fetchLimit = nil
+        return matching
+    }
+
     /// The batch update every store can do: the matching records read, then one change set
     /// saved with their versions expected.
     @discardableResult
     public func recordBatchUpdate(_ request: FetchRequest, set values: [String: Value?], author: String? = nil) throws -> Int {
         _ = try checkBatchUpdate(request, set: values)
-        var matching = request
-        matching.sortDescriptors = []
-        matching.fetchOffset = 0
-        matching.fetchLimit = nil
-        let records = try fetch(matching)
+        let records = try fetch(Self.everyMatch(request))
         guard !records.isEmpty else { return 0 }
         let updates = records.map { record in
             var update = ObjectUpdate(key: record.key, expectedVersion: record.version)
@@ -81,26 +96,12 @@ extension PersistentStore {
         return records.count
     }
 
-    /// Deletes every object `request` matches (no sort, offset or limit), with the model's
-    /// delete rules applied, in one transaction; returns how many objects went, those the
-    /// cascade took included.
-    ///
-    /// Cascade deletes the objects across the relationship too; nullify takes the deleted
-    /// objects out of the surviving partners' inverse relationships; deny refuses the whole
-    /// delete while a related object that is not deleted with it remains, naming both.
-    ///
-    /// - Throws: ``StoreError/Code/deleteDenied`` naming the object and the relationship that
-    ///   blocks it; ``StoreError/Code/conflict`` when another writer changed an object meanwhile.
     /// The batch delete every store can do: the matching records read, the rules worked out from
     /// them, then one change set saved with their versions expected.
     @discardableResult
     public func recordBatchDelete(_ request: FetchRequest, author: String? = nil) throws -> Int {
         guard model.entity(named: request.entityName) != nil else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
-        var matching = request
-        matching.sortDescriptors = []
-        matching.fetchOffset = 0
-        matching.fetchLimit = nil
-        let found = try fetch(matching)
+        let found = try fetch(Self.everyMatch(request))
         guard !found.isEmpty else { return 0 }
         var plan = DeletePlan(store: self)
         for record in found { plan.add(record) }

@@ -131,9 +131,11 @@ public struct HistoryRecord: Sendable, Hashable {
     public init(timestamp: Date = Date(), author: String?, inserted: [ObjectKey] = [], updated: [UpdatedObject] = [], deleted: [ObjectKey] = []) {
         self.timestamp = timestamp
         self.author = author
-        self.inserted = inserted.sorted()
-        self.updated = updated.sorted { $0.key < $1.key }
-        self.deleted = deleted.sorted()
+        // A batch gives its keys in order already: checked in one pass, sorted only when not.
+        func ordered(_ keys: [ObjectKey]) -> [ObjectKey] { zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 } ? keys : keys.sorted() }
+        self.inserted = ordered(inserted)
+        self.updated = zip(updated, updated.dropFirst()).allSatisfy { $0.key < $1.key } ? updated : updated.sorted { $0.key < $1.key }
+        self.deleted = ordered(deleted)
     }
 
     /// What a change set records: its inserts, its updates with the names each sets, its deletes.
@@ -175,17 +177,29 @@ public struct HistoryRecord: Sendable, Hashable {
         for entry in updated { for name in entry.properties where names[name] == nil { names[name] = nameList.count; nameList.append(name) } }
         Self.put(UInt64(nameList.count), into: &out)
         for name in nameList { Self.put(string: name, into: &out) }
-        let entities = Set(inserted.map(\.entity)).union(updated.map(\.key.entity)).union(deleted.map(\.entity)).sorted()
+        // Each list is in (entity, key) order, so an entity's keys are one run of it.
+        func runs<T>(_ items: [T], _ entity: (T) -> String) -> [String: Range<Int>] {
+            var found: [String: Range<Int>] = [:]
+            var start = 0
+            for index in items.indices.dropFirst() where entity(items[index]) != entity(items[index - 1]) {
+                found[entity(items[start])] = start..<index
+                start = index
+            }
+            if !items.isEmpty { found[entity(items[start])] = start..<items.count }
+            return found
+        }
+        let insertedRuns = runs(inserted, \.entity), deletedRuns = runs(deleted, \.entity), updatedRuns = runs(updated, \.key.entity)
+        let entities = Set(insertedRuns.keys).union(deletedRuns.keys).union(updatedRuns.keys).sorted()
         Self.put(UInt64(entities.count), into: &out)
         for entity in entities {
             Self.put(string: entity, into: &out)
-            for keys in [inserted, deleted] {
-                let mine = keys.filter { $0.entity == entity }
+            for (keys, run) in [(inserted, insertedRuns[entity]), (deleted, deletedRuns[entity])] {
+                let mine = keys[run ?? 0..<0]
                 Self.put(UInt64(mine.count), into: &out)
                 var last: Int64 = 0
                 for key in mine { Self.put(UInt64(bitPattern: key.primaryKey &- last), into: &out); last = key.primaryKey }
             }
-            let mine = updated.filter { $0.key.entity == entity }
+            let mine = updated[updatedRuns[entity] ?? 0..<0]
             Self.put(UInt64(mine.count), into: &out)
             var last: Int64 = 0
             for entry in mine {
