@@ -2,10 +2,10 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// Batch update and delete in SQL: one `UPDATE … RETURNING`, or, for a delete, one statement per
-/// relationship whose partners must let go (each `RETURNING` the partners, for the history) and
-/// one `DELETE … RETURNING` of the rows; in one write transaction with its history record, no
-/// record read. What SQL cannot do exactly as the contract says falls back to the record
+/// Batch update and delete in SQL, in one write transaction with its history record, no record
+/// read: the keys (and a delete's partners, for the history) by a SELECT of the same condition,
+/// then one UPDATE, or for a delete one statement per relationship whose partners let go and one
+/// DELETE of the rows. (A SELECT then the change cost less than the change's `RETURNING`.) What SQL cannot do exactly as the contract says falls back to the record
 /// path (``PersistentStore/recordBatchUpdate(_:set:author:)``): a predicate SQL cannot answer
 /// alone, an attribute with external storage or in a uniqueness constraint (update), a cascade
 /// or deny rule, external storage, or a relationship without an inverse reaching the doomed
@@ -36,10 +36,12 @@ extension SQLiteStore {
         try write(recording: {
             historyPolicy.records && !updated.isEmpty ? HistoryRecord(author: author ?? historyPolicy.author, updated: updated) : nil
         }) { writer in
-            let sql = "UPDATE \(quote(mapping.table)) AS t SET \(assignments.joined(separator: ", ")) WHERE \(condition) RETURNING Z_PK, Z_ENT"
-            updated = try writer.connection.statement(sql).rows(arguments) { row in
+            // The keys first (a plain SELECT costs less than the UPDATE's RETURNING), then the UPDATE.
+            updated = try writer.connection.statement("SELECT t.Z_PK, t.Z_ENT FROM \(quote(mapping.table)) t WHERE \(condition)").rows(arguments) { row in
                 UpdatedObject(key: ObjectKey(schema.byNumber[Int(row.int64(1))] ?? description.name, row.int64(0)), properties: names)
             }
+            guard !updated.isEmpty else { return }
+            try writer.connection.statement("UPDATE \(quote(mapping.table)) AS t SET \(assignments.joined(separator: ", ")) WHERE \(condition)").run(arguments)
         }
         return updated.count
     }
@@ -102,30 +104,23 @@ extension SQLiteStore {
                         var set = "\(quote(column)) = NULL"
                         if let entityColumn { set += ", \(quote(entityColumn)) = NULL" }
                         if let order { set += ", \(quote(order)) = NULL" }
-                        try note("UPDATE \(quote(table)) SET \(set) WHERE \(quote(column)) IN \(doomed(own.number)) RETURNING Z_PK, Z_ENT",
-                                 inverse, relationship.destination)
+                        try note("SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) IN \(doomed(own.number))", inverse, relationship.destination)
+                        try connection.statement("UPDATE \(quote(table)) SET \(set) WHERE \(quote(column)) IN \(doomed(own.number))").run(plan.arguments)
                     case .join(let table, let ownColumn, let other, _, _, let otherTable)?:
-                        // The partner's entity: fixed when its table holds one entity, else its row's Z_ENT.
-                        let single = schema.entities.values.filter { $0.table == otherTable }.count == 1
-                        let removed = "DELETE FROM \(quote(table)) WHERE \(quote(ownColumn)) IN \(doomed(own.number)) RETURNING \(quote(other))"
-                        if single {
-                            try note(removed + ", NULL", inverse, relationship.destination)
-                        } else {
-                            var members: Set<Int64> = []
-                            try connection.statement(removed).forEachRow(plan.arguments) { members.insert($0.int64(0)) }
-                            let list = members.sorted().map(String.init).joined(separator: ",")
-                            try note("SELECT Z_PK, Z_ENT FROM \(quote(otherTable)) WHERE Z_PK IN (\(list))", inverse, relationship.destination)
-                        }
+                        try note("SELECT o.Z_PK, o.Z_ENT FROM \(quote(otherTable)) o WHERE o.Z_PK IN "
+                                 + "(SELECT DISTINCT j.\(quote(other)) FROM \(quote(table)) j WHERE j.\(quote(ownColumn)) IN \(doomed(own.number)))",
+                                 inverse, relationship.destination)
+                        try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(ownColumn)) IN \(doomed(own.number))").run(plan.arguments)
                     default:
                         break
                     }
                 }
             }
-            // Then the rows, their keys and their own to-ones' partners in one pass.
-            let extra = partnerColumns.flatMap { [quote($0.column), $0.entity.map(quote) ?? "NULL"] }
-            let returning = (["Z_PK", "Z_ENT"] + extra).joined(separator: ", ")
+            // Then the rows: their keys and their own to-ones' partners in one pass, then one DELETE.
+            let extra = partnerColumns.flatMap { ["t." + quote($0.column), $0.entity.map { "t." + quote($0) } ?? "NULL"] }
+            let columns = (["t.Z_PK", "t.Z_ENT"] + extra).joined(separator: ", ")
             var seen = [Set<Int64>](repeating: [], count: partnerColumns.count)
-            try connection.statement("DELETE FROM \(quote(mapping.table)) AS t WHERE \(condition) RETURNING \(returning)").forEachRow(plan.arguments) { row in
+            try connection.statement("SELECT \(columns) FROM \(quote(mapping.table)) t WHERE \(condition)").forEachRow(plan.arguments) { row in
                 deleted.append(ObjectKey(schema.byNumber[Int(row.int64(1))] ?? description.name, row.int64(0)))
                 for (index, partner) in partnerColumns.enumerated() {
                     let column = Int32(2 + 2 * index)
@@ -134,6 +129,7 @@ extension SQLiteStore {
                     partners[ObjectKey(entity, row.int64(column)), default: []].insert(partner.inverse)
                 }
             }
+            try connection.statement("DELETE FROM \(quote(mapping.table)) AS t WHERE \(condition)").run(plan.arguments)
             // The partners that are themselves deleted are not updated (a relationship within the hierarchy).
             let doomedNames = Set(doomedEntities.map(\.name))
             if partners.keys.contains(where: { doomedNames.contains($0.entity) }) {

@@ -202,11 +202,18 @@ public struct HistoryRecord: Sendable, Hashable {
             let mine = updated[updatedRuns[entity] ?? 0..<0]
             Self.put(UInt64(mine.count), into: &out)
             var last: Int64 = 0
+            // A batch update gives every object the same names: their bytes are made once.
+            var previous: (names: [String], bytes: [UInt8])?
             for entry in mine {
                 Self.put(UInt64(bitPattern: entry.key.primaryKey &- last), into: &out)
                 last = entry.key.primaryKey
-                Self.put(UInt64(entry.properties.count), into: &out)
-                for name in entry.properties { Self.put(UInt64(names[name]!), into: &out) }
+                if previous?.names != entry.properties {
+                    var bytes: [UInt8] = []
+                    Self.put(UInt64(entry.properties.count), into: &bytes)
+                    for name in entry.properties { Self.put(UInt64(names[name]!), into: &bytes) }
+                    previous = (entry.properties, bytes)
+                }
+                out.append(contentsOf: previous!.bytes)
             }
         }
         return Data(out)

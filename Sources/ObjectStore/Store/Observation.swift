@@ -10,8 +10,10 @@ import Glibc
 /// the history after the last token it has seen, so a spurious one costs a read, and a
 /// missed one is made up by the next (observers also look every second, at most).
 public protocol StoreChangeSignal: AnyObject, Sendable {
-    /// Waits until something may have changed, or `timeout` seconds passed.
-    func wait(timeout: Double)
+    /// Waits until something may have changed, or `timeout` seconds passed; says whether
+    /// something woke it.
+    @discardableResult
+    func wait(timeout: Double) -> Bool
     /// Frees what it holds; a wait then returns at once.
     func close()
 }
@@ -71,14 +73,16 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
     /// Reads what made `fd` readable.
     open func drain(_ fd: Int32) {}
 
-    public func wait(timeout: Double) {
-        guard let wake = lock.withLock({ self.wake }) else { return }
+    @discardableResult
+    public func wait(timeout: Double) -> Bool {
+        guard let wake = lock.withLock({ self.wake }) else { return false }
         var polled = ([wake.read] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         let ready = poll(&polled, nfds_t(polled.count), Int32(Swift.max(0, timeout) * 1_000))
-        guard ready > 0 else { return }
+        guard ready > 0 else { return false }
         var buffer = [UInt8](repeating: 0, count: 256)
         if polled[0].revents != 0 { while read(wake.read, &buffer, buffer.count) > 0 {} }
         for entry in polled.dropFirst() where entry.revents != 0 { drain(entry.fd) }
+        return true
     }
 
     open func close() {
@@ -150,13 +154,25 @@ public final class HistoryObserver: Sendable {
     public func run(until stop: () -> Bool = { false }, _ body: (StoreTransaction) throws -> Bool) throws {
         defer { signal.close() }
         var seen = start
+        // A file is written before its commit is visible (SQLite updates its WAL index through
+        // shared memory, which sends no notification): a wake-up that finds nothing is looked
+        // at again soon, a few times, before the long wait.
+        let soon: [useconds_t] = [1_000, 5_000, 20_000, 50_000]
+        var woke = false, retry = 0
         while !stop() {
             let batch = try store.history(after: seen, limit: 1_000)
             for transaction in batch {
                 guard try body(transaction) else { return }
                 seen = transaction.token.value
             }
-            if batch.count < 1_000 { signal.wait(timeout: 1) }
+            if batch.count == 1_000 { continue }
+            if batch.isEmpty, woke, retry < soon.count {
+                usleep(soon[retry])
+                retry += 1
+                continue
+            }
+            retry = 0
+            woke = signal.wait(timeout: 1)
         }
     }
 
