@@ -155,10 +155,11 @@ public final class HistoryObserver: Sendable {
         defer { signal.close() }
         var seen = start
         // A file is written before its commit is visible (SQLite updates its WAL index through
-        // shared memory, which sends no notification): a wake-up that finds nothing is looked
-        // at again soon, a few times, before the long wait.
-        let soon: [useconds_t] = [1_000, 5_000, 20_000, 50_000]
-        var woke = false, retry = 0
+        // shared memory, which sends no notification): after a wake-up, the history is looked
+        // at again within 1, 5, 20 and 50 ms while it shows nothing new, each wait cut short by
+        // the next wake-up; then the long wait.
+        let soon: [Double] = [0.001, 0.005, 0.02, 0.05]
+        var looksLeft = 0
         while !stop() {
             let batch = try store.history(after: seen, limit: 1_000)
             for transaction in batch {
@@ -166,13 +167,13 @@ public final class HistoryObserver: Sendable {
                 seen = transaction.token.value
             }
             if batch.count == 1_000 { continue }
-            if batch.isEmpty, woke, retry < soon.count {
-                usleep(soon[retry])
-                retry += 1
-                continue
+            if !batch.isEmpty { looksLeft = 0 }
+            var timeout = 1.0
+            if looksLeft > 0 {
+                timeout = soon[soon.count - looksLeft]
+                looksLeft -= 1
             }
-            retry = 0
-            woke = signal.wait(timeout: 1)
+            if signal.wait(timeout: timeout) { looksLeft = soon.count }
         }
     }
 
