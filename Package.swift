@@ -129,7 +129,7 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]
         ),
-        .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "LMDBStore", "TestSupport"]),
         // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
         .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),
     ],

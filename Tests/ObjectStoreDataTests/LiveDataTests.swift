@@ -67,7 +67,7 @@ struct LiveDataTests {
         writer.insert(a)
         writer.insert(b)
         try writer.save()
-        let two = try #require(try await within(60) { try await results.next() })
+        let two = try #require(try await within(300) { try await results.next() })
         #expect(two.map(\.title) == ["A", "B"])
 
         // An author only: no Book changes, so no new result for it; then a book's change is one.
@@ -75,13 +75,13 @@ struct LiveDataTests {
         try writer.save()
         a.title = "A2"
         try writer.save()
-        let renamed = try #require(try await within(60) { try await results.next() })
+        let renamed = try #require(try await within(300) { try await results.next() })
         #expect(renamed.map(\.title) == ["A2", "B"])
         #expect(renamed.first === two.first, "the watcher's own model, read again by the merge")
 
         writer.delete(b)
         try writer.save()
-        let one = try #require(try await within(60) { try await results.next() })
+        let one = try #require(try await within(300) { try await results.next() })
         #expect(one.map(\.title) == ["A2"])
     }
 
@@ -97,22 +97,21 @@ struct LiveDataTests {
         writer.transactionAuthor = "second"
         writer.insert(Author(name: "Bob"))
         try writer.save()
-        let first = try #require(try await within(60) { try await transactions.next() })
-        let second = try #require(try await within(60) { try await transactions.next() })
+        let first = try #require(try await within(300) { try await transactions.next() })
+        let second = try #require(try await within(300) { try await transactions.next() })
         #expect([first.author, second.author] == ["first", "second"])
         #expect(first.token < second.token)
     }
 }
 
-/// `body`'s result, or a recorded failure when it takes more than `seconds`.
+/// `body`'s result; a failure is recorded when it has not come after `seconds` (it is still
+/// awaited). No figure of time is asserted: under a full parallel test run the task may wait
+/// for a thread far longer than the delivery takes (docs/performance.md measures that).
 func within<T>(_ seconds: Double, _ body: () async throws -> T?) async throws -> T? {
-    let clock = ContinuousClock(), start = clock.now
     let watchdog = Task {
         try await Task.sleep(for: .seconds(seconds))
         Issue.record("nothing arrived within \(seconds) s")
     }
     defer { watchdog.cancel() }
-    let result = try await body()
-    if clock.now - start > .seconds(seconds) { return nil }
-    return result
+    return try await body()
 }
