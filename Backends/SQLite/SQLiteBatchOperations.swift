@@ -5,8 +5,8 @@ import ObjectStore
 /// Batch update and delete in SQL, in one write transaction with its history record, no record
 /// read: the keys (and a delete's partners, for the history) by a SELECT of the same condition,
 /// then one UPDATE, or for a delete one statement per relationship whose partners let go and one
-/// DELETE of the rows. (A SELECT then the change cost less than the change's `RETURNING`.) What SQL cannot do exactly as the contract says falls back to the record
-/// path (``PersistentStore/recordBatchUpdate(_:set:author:)``): a predicate SQL cannot answer
+/// DELETE of the rows (a SELECT and then the change cost less than the change's `RETURNING`).
+/// What SQL cannot do exactly as the contract says falls back to the record path (``PersistentStore/recordBatchUpdate(_:set:author:)``): a predicate SQL cannot answer
 /// alone, an attribute with external storage or in a uniqueness constraint (update), a cascade
 /// or deny rule, external storage, or a relationship without an inverse reaching the doomed
 /// objects (delete).
@@ -24,24 +24,25 @@ extension SQLiteStore {
         let kinds = request.includesSubentities ? mapping.kinds : [mapping.number]
         let names = values.keys.sorted()
         // The values first (?1 …), the condition's own parameters after them.
-        var arguments: [SQLValue] = names.map { name in
+        let arguments: [SQLValue] = names.map { name in
             let attribute = description.attributesByName[name]!
             return SQLiteValues.sql(values[name]!, textDecimal: attribute.type == .decimal && schema.isTextDecimal(description.name, name))
-        }
-        arguments += plan.arguments
+        } + plan.arguments
         let assignments = names.enumerated().map { "\(quote(mapping.attributes[$1]!)) = ?\($0 + 1)" } + ["Z_OPT = Z_OPT + 1"]
-        var condition = "t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
-        if let sql = plan.sql { condition += " AND (\(Self.renumbered(sql, by: names.count)))" }
+        let kindTest = "t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+        // The SELECT binds the condition's parameters alone; the UPDATE the values, then them.
+        let selecting = kindTest + (plan.sql.map { " AND (\($0))" } ?? "")
+        let updating = kindTest + (plan.sql.map { " AND (\(Self.renumbered($0, by: names.count)))" } ?? "")
         var updated: [UpdatedObject] = []
         try write(recording: {
             historyPolicy.records && !updated.isEmpty ? HistoryRecord(author: author ?? historyPolicy.author, updated: updated) : nil
         }) { writer in
             // The keys first (a plain SELECT costs less than the UPDATE's RETURNING), then the UPDATE.
-            updated = try writer.connection.statement("SELECT t.Z_PK, t.Z_ENT FROM \(quote(mapping.table)) t WHERE \(condition)").rows(arguments) { row in
+            updated = try writer.connection.statement("SELECT t.Z_PK, t.Z_ENT FROM \(quote(mapping.table)) t WHERE \(selecting)").rows(plan.arguments) { row in
                 UpdatedObject(key: ObjectKey(schema.byNumber[Int(row.int64(1))] ?? description.name, row.int64(0)), properties: names)
             }
             guard !updated.isEmpty else { return }
-            try writer.connection.statement("UPDATE \(quote(mapping.table)) AS t SET \(assignments.joined(separator: ", ")) WHERE \(condition)").run(arguments)
+            try writer.connection.statement("UPDATE \(quote(mapping.table)) AS t SET \(assignments.joined(separator: ", ")) WHERE \(updating)").run(arguments)
         }
         return updated.count
     }

@@ -102,13 +102,17 @@ extension StoreConformance {
         #expect(update.updated == [UpdatedObject(key: ada, properties: ["age", "nickname"]), UpdatedObject(key: bob, properties: ["age", "nickname"])])
         #expect(try store.batchUpdate(FetchRequest(entity: "Person", predicate: try ObjectPredicate("age > 1000")), set: ["age": .integer(1)]) == 0)
 
+
         // Refused before anything is written: not an attribute, a relationship, a rule broken.
         let refusals: [[String: Value?]] = [["height": .integer(1)], ["spouse": .integer(1)], ["name": nil], ["age": .string("old")]]
         for values in refusals {
             #expect(throws: StoreError.self) { try store.batchUpdate(FetchRequest(entity: "Person"), set: values) }
         }
-        let afterUpdate = try store.lastHistoryToken()
         #expect(try store.history(after: update.token.value, limit: 10).isEmpty)
+        // No predicate: every object of the entity.
+        #expect(try store.batchUpdate(FetchRequest(entity: "Person"), set: ["nickname": .string("any")]) == 3)
+        #expect(try store.fetch(FetchRequest(entity: "Person")).allSatisfy { $0.attributes["nickname"] == .string("any") })
+        let afterUpdate = try store.lastHistoryToken()
 
         // Batch delete: cascade takes Ada's pets; nullify takes her out of Bob's spouse and Cy's friends.
         let deleted = try store.batchDelete(FetchRequest(entity: "Person", predicate: try ObjectPredicate("name == 'Ada'")), author: "cleaner")
