@@ -2,7 +2,18 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
+
+/// POSIX `close`, under a name no method shadows.
+private func closeDescriptor(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
+}
 
 /// What wakes an observer when a store may have a new transaction: file notifications for
 /// a store in files, `LISTEN` for a PostgreSQL store, and saves in this process
@@ -88,7 +99,7 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
     open func close() {
         HistoryNotifier.unregister(self)
         lock.withLock {
-            if let wake { _ = Glibc.close(wake.read); _ = Glibc.close(wake.write) }
+            if let wake { closeDescriptor(wake.read); closeDescriptor(wake.write) }
             wake = nil
         }
     }
@@ -102,15 +113,18 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
 public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
     private var inotify: Int32 = -1
 
-    /// Watches `files` (none: this process's saves only).
+    /// Watches `files` (none: this process's saves only). Where there is no inotify (not
+    /// Linux), the observer looks once a second.
     public init(files: [URL]) {
         super.init()
+        #if os(Linux)
         guard let folder = files.first?.deletingLastPathComponent() else { return }
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return }
         let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB)
-        guard inotify_add_watch(fd, folder.path, mask) >= 0 else { _ = Glibc.close(fd); return }
+        guard inotify_add_watch(fd, folder.path, mask) >= 0 else { closeDescriptor(fd); return }
         inotify = fd
+        #endif
     }
 
     override public var descriptors: [Int32] { inotify >= 0 ? [inotify] : [] }
@@ -121,7 +135,7 @@ public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
     }
 
     override public func close() {
-        if inotify >= 0 { _ = Glibc.close(inotify); inotify = -1 }
+        if inotify >= 0 { closeDescriptor(inotify); inotify = -1 }
         super.close()
     }
 }
