@@ -83,6 +83,22 @@ struct ContextMergeTests {
         #expect(reader.registeredObject(for: seen.objectID) == nil)
     }
 
+    @Test("a coordinator's transactions: another connection's saves arrive in order, merged into a context as they come")
+    func coordinatorTransactions() async throws {
+        let writer = try context(author: "writer"), reader = try context()
+        var transactions = reader.coordinator.transactions().makeAsyncIterator()
+        let ada = try writer.insert("Person")
+        try ada.set("name", "Ada")
+        try writer.save()
+        try ada.set("age", Int64(3))
+        try writer.save()
+        let first = try #require(try await transactions.next()), second = try #require(try await transactions.next())
+        #expect(first.inserted == [ada.objectID.key] && second.updated.map(\.key) == [ada.objectID.key])
+        #expect([first.author, second.author] == ["writer", "writer"] && first.token < second.token)
+        try reader.mergeChanges(from: first)
+        #expect(try reader.fetch(FetchRequest(entity: "Person")).first?["age"] == .integer(3))
+    }
+
     @Test("a change made over an object another context changed since is a conflict naming it, merged or not")
     func staleWrite() throws {
         let first = try context(), second = try context()

@@ -201,24 +201,63 @@ public final class HistoryObserver: Sendable {
     /// commits: no task has to run for it to arrive.
     public func transactions<T: Sendable>(_ transform: @escaping @Sendable (StoreTransaction) -> T) -> AsyncThrowingStream<T, any Error> {
         let (stream, continuation) = AsyncThrowingStream<T, any Error>.makeStream(bufferingPolicy: .unbounded)
-        let stopped = Atomic<Bool>(false)
-        continuation.onTermination = { _ in
-            stopped.store(true, ordering: .releasing)
-            HistoryNotifier.post()
-        }
+        let stopped = Self.stopSwitch(continuation)
+        start(until: stopped) { continuation.yield(transform($0)) } finished: { error in continuation.finish(throwing: error) }
+        return stream
+    }
+
+    /// Runs ``run(until:_:)`` on a thread of its own, handing `deliver` every transaction, then
+    /// `finished` the failure that ended it, or nil.
+    func start(until stop: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable (StoreTransaction) -> Void,
+               finished: @escaping @Sendable ((any Error)?) -> Void) {
         let thread = Thread { [self] in
             do {
-                try run(until: { stopped.load(ordering: .acquiring) }) { transaction in
-                    continuation.yield(transform(transaction))
+                try run(until: stop) { transaction in
+                    deliver(transaction)
                     return true
                 }
-                continuation.finish()
+                finished(nil)
             } catch {
-                continuation.finish(throwing: error)
+                finished(error)
             }
         }
         thread.name = "objectstore history observer"
         thread.start()
+    }
+
+    /// A stop flag that a sequence's end sets (waking every observer of this process to see it).
+    static func stopSwitch<T>(_ continuation: AsyncThrowingStream<T, any Error>.Continuation) -> @Sendable () -> Bool {
+        let stopped = Stop()
+        continuation.onTermination = { _ in
+            stopped.flag.store(true, ordering: .releasing)
+            HistoryNotifier.post()
+        }
+        return { stopped.flag.load(ordering: .acquiring) }
+    }
+
+    private final class Stop: Sendable {
+        let flag = Atomic<Bool>(false)
+    }
+}
+
+extension StoreCoordinator {
+    /// The transactions saved to any of the coordinator's stores from now on, by this process or
+    /// another, each store's in token order (``HistoryObserver``), as they commit.
+    ///
+    /// ```swift
+    /// for try await transaction in coordinator.transactions() { try context.mergeChanges(from: transaction) }
+    /// ```
+    public func transactions() -> AsyncThrowingStream<StoreTransaction, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<StoreTransaction, any Error>.makeStream(bufferingPolicy: .unbounded)
+        let stopped = HistoryObserver.stopSwitch(continuation)
+        do {
+            for store in stores {
+                try HistoryObserver(store: store, type: try registry.type(named: store.storeType))
+                    .start(until: stopped) { continuation.yield($0) } finished: { error in if let error { continuation.finish(throwing: error) } }
+            }
+        } catch {
+            continuation.finish(throwing: error)
+        }
         return stream
     }
 }
