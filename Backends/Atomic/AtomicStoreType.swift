@@ -21,6 +21,9 @@ public struct AtomicStoreType: StoreType {
         [url, Self.lockURL(url)]
     }
 
+    /// Every save writes the whole store to a new file and renames it into place.
+    public var replacesFileOnSave: Bool { true }
+
     static func lockURL(_ url: URL) -> URL {
         url.deletingLastPathComponent().appending(path: url.lastPathComponent + "-lock")
     }

@@ -184,7 +184,7 @@ extension StoreConformance {
             Issue.record("a delete the deny rule blocks went through")
         } catch let error as StoreError {
             #expect(error.code == .deleteDenied)
-            #expect(error.message.contains("Owner/p1") && error.message.contains("Asset/p2"))
+            #expect(error.message.contains("Owner/1") && error.message.contains("Asset/2"), "named as export names them")
         }
         #expect(try strict.record(for: owner) != nil)
         #expect(try strict.lastHistoryToken() == token)

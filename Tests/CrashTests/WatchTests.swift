@@ -113,6 +113,28 @@ struct WatchTests {
         #expect(left.compactMap { $0["token"] as? Int } == Array(tokens[2...]))
     }
 
+    @Test("a watch ends, saying why, when its store is destroyed; --since refuses a token the store never gave", arguments: stores)
+    func storeGoes(_ type: String) throws {
+        let workspace = try Harness()
+        let model = try workspace.write(TwoProcessTests.model, to: "model.json")
+        let store = try location(type, workspace)
+        defer { if type == "postgresql" { _ = try? CLI.run("destroy", store) } }
+        #expect(try CLI.run("import", store, try workspace.write(TwoProcessTests.document("a-", 5), to: "a.json"), "--model", model).status == 0)
+        let ahead = try CLI.run("watch", store, "--since", "99")
+        #expect(ahead.status != 0 && ahead.stderr.contains("newest transaction is 1"), "\(ahead.stderr)")
+        #expect(try CLI.run("history", store, "--since", "-1").status != 0)
+        let watcher = try TwoProcessTests.start(["watch", store])
+        let err = Lines(watcher.2)
+        #expect(err.wait(for: 1, seconds: 10) != nil)
+        #expect(try CLI.run("destroy", store).status == 0)
+        let deadline = Date().addingTimeInterval(10)
+        while watcher.0.isRunning && Date() < deadline { usleep(10_000) }
+        if watcher.0.isRunning { kill(watcher.0.processIdentifier, SIGKILL) }
+        watcher.0.waitUntilExit()
+        #expect(watcher.0.terminationStatus == 1 && !err.all.filter { $0.contains("destroyed or replaced") || $0.contains("does not exist") || $0.contains("no ") }.isEmpty,
+                "\(watcher.0.terminationStatus): \(err.all)")
+    }
+
     @Test("kill -9 during a batch delete: the books are all there and no delete is recorded, or the recorded delete names exactly the books that went",
           arguments: CLI.backends)
     func killedBatchDelete(_ type: String) throws {

@@ -154,7 +154,7 @@ private struct DeletePlan {
         for (key, relationship, targets) in denied {
             if let blocking = targets.first(where: { records[$0] == nil }) {
                 throw StoreError(.deleteDenied,
-                                 "cannot delete \(key): \(key.entity).\(relationship.name) still holds \(blocking) (delete rule deny)",
+                                 "cannot delete \(JSONInterchange.id(key)): \(key.entity).\(relationship.name) still holds \(JSONInterchange.id(blocking)) (delete rule deny)",
                                  objectID: store.objectID(for: blocking))
             }
         }

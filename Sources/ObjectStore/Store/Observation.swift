@@ -153,11 +153,16 @@ public final class HistoryObserver: Sendable {
     let signal: any StoreChangeSignal
     /// The token it observes after: what comes later is what it hands out.
     public let start: Int64
+    /// The store's main file when observing began (nil for a server's or memory store).
+    let fileIdentity: FileOperations.Identity?
+    let type: any StoreType
 
     /// Observes `store` (of `type`) after `token`; nil starts after its newest transaction now,
     /// so every save that ends after this call is seen.
     public init(store: any PersistentStore, type: any StoreType, after token: Int64? = nil) throws {
         self.store = store
+        self.type = type
+        fileIdentity = store.url.flatMap { $0.isFileURL ? FileOperations.identity($0) : nil }
         start = try token ?? store.lastHistoryToken()
         signal = try type.changeSignal(for: store)
     }
@@ -188,6 +193,26 @@ public final class HistoryObserver: Sendable {
                 looksLeft -= 1
             }
             if signal.wait(timeout: timeout) { looksLeft = soon.count }
+            try checkStillThere()
+        }
+    }
+
+    /// Throws ``StoreError/Code/storeReplaced`` once the store observed is no longer the one at
+    /// its place (destroyed, replaced by a migration or another store): its history is no longer
+    /// the place's, and the observer would wait on a store nobody writes.
+    private func checkStillThere() throws {
+        let replaced: Bool
+        if let url = store.url, url.isFileURL {
+            // A store whose every save renames a new file into place (the atomic store) is the same
+            // store while the file there carries its UUID; any other's file is replaced only when
+            // it is destroyed, migrated or overwritten.
+            replaced = FileOperations.identity(url) != fileIdentity
+                && (!type.replacesFileOnSave || (try? type.readMetadata(at: url).storeUUID) != store.identifier)
+        } else {
+            replaced = try store.metadata().storeUUID.map { $0 != store.identifier } ?? false
+        }
+        if replaced {
+            throw StoreError(.storeReplaced, "the store was destroyed or replaced while it was observed; observe it again", url: store.url)
         }
     }
 

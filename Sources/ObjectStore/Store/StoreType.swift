@@ -65,12 +65,17 @@ public protocol StoreType: Sendable {
     /// Refuses to put a new store at `url` when it could not be one store of its own there
     /// (SQLite: its external data folder would be another store's). Nothing by default.
     func checkNewStoreLocation(_ url: URL) throws
+    /// Whether every save puts a new main file in place (renamed over the old one), so that the
+    /// file's identity changes while the store stays the same. False by default.
+    var replacesFileOnSave: Bool { get }
 }
 
 extension StoreType {
     public var fileExtensions: [String] { [] }
 
     public func checkNewStoreLocation(_ url: URL) throws {}
+
+    public var replacesFileOnSave: Bool { false }
 
     public func storeExists(at url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 

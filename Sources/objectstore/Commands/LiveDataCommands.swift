@@ -35,6 +35,14 @@ private struct EntityFilter {
     }
 }
 
+/// Refuses a `--since` token the store cannot have given: below 0, or above its newest.
+private func checkSince(_ since: Int64?, _ store: any PersistentStore) throws {
+    guard let since else { return }
+    guard since >= 0 else { throw ValidationError("--since \(since): tokens start at 1 (0 means from the first)") }
+    let newest = try store.lastHistoryToken()
+    if since > newest { throw CLIError("--since \(since): the store's newest transaction is \(newest); a later token was never handed out") }
+}
+
 /// A transaction as one line of text: `<token> <timestamp> <author|-> inserted […] updated […] deleted […]`.
 private func line(_ transaction: StoreTransaction, json: Bool) -> String {
     if json { return JSONInterchange.json(of: transaction) }
@@ -66,6 +74,7 @@ struct WatchCommand: ParsableCommand {
         let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: true)
         defer { try? opened.close() }
         let filter = try EntityFilter(entity, model: opened.model)
+        try checkSince(since, opened)
         // Runs until interrupted: the signals that stop it work even when the parent blocked them.
         var stopping = sigset_t()
         sigemptyset(&stopping)
@@ -122,6 +131,7 @@ struct HistoryCommand: ParsableCommand {
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection, checkingRows: false)
         defer { try? opened.close() }
         let filter = try EntityFilter(entity, model: opened.model)
+        try checkSince(since, opened)
         for transaction in try opened.history(HistoryQuery(after: since, author: author, entities: Set(entity))) {
             if let shown = filter.apply(transaction) { output(line(shown, json: json)) }
         }
