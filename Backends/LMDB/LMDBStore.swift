@@ -198,6 +198,15 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
         try write { try LMDBLayout.deleteHistory(through: token, $0) }
     }
 
+    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
+        try write { txn in
+            if token > (try LMDBLayout.counter(txn, LMDBLayout.historyCounter)) {
+                try txn.put(LMDBLayout.counters, Data(LMDBLayout.historyCounter.utf8), LMDBLayout.counterValue(token))
+            }
+            try LMDBLayout.appendHistory(record, txn)
+        }
+    }
+
     /// A read-only store opened before any writer made the history database opens it once one did.
     private func openHistory() throws {
         guard isReadOnly else { return }
@@ -504,6 +513,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     }
     func lastHistoryToken() throws -> Int64 { try read { try LMDBLayout.counter($0.txn, LMDBLayout.historyCounter) } }
     func deleteHistory(through token: Int64) throws -> Int { throw refuse() }
+    func continueHistory(after token: Int64, recording record: HistoryRecord?) throws { throw refuse() }
 
     func integrityProblems(deep: Bool) throws -> [String] {
         try LMDBStoreType.integrityProblems(fileURL, deep: deep)

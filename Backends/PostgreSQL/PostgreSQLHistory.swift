@@ -43,6 +43,16 @@ enum PostgreSQLHistory {
         try connection.query("SELECT pg_notify($1, $2)", [.text(channel(store)), .text(String(token))])
     }
 
+    /// Moves the token sequence to at least `token` (the next token is greater).
+    static func continueAfter(_ token: Int64, _ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        guard token > 0 else { return }
+        try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(location.qualified(table))])
+        for relation in relations(location) { for statement in relation.ddl { try connection.execute(statement) } }
+        if try last(connection, location) < token {
+            try connection.query("SELECT setval($1::regclass, $2, true)", [.text(location.qualified(sequence)), .text(String(token))])
+        }
+    }
+
     static func exists(_ connection: PGConnection, _ location: PostgreSQLLocation) throws -> Bool {
         try connection.query("SELECT to_regclass($1) IS NOT NULL", [.text(location.qualified(table))]).text(0, 0) == "t"
     }

@@ -196,6 +196,13 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         try write { try PostgreSQLHistory.delete(through: token, $0.connection, location) }
     }
 
+    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
+        try write { view in
+            try PostgreSQLHistory.continueAfter(token, view.connection, location)
+            if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier) }
+        }
+    }
+
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try write { view in
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)

@@ -43,6 +43,15 @@ enum SQLiteHistory {
             }
     }
 
+    /// Moves the token counter to at least `token`.
+    static func continueAfter(_ token: Int64, _ connection: SQLiteConnection) throws {
+        try connection.execute(createStatement)
+        try connection.statement("UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'OS_TRANSACTION'").run([.integer(token)])
+        if connection.changes == 0 {
+            try connection.statement("INSERT INTO sqlite_sequence (name, seq) VALUES ('OS_TRANSACTION', ?1)").run([.integer(token)])
+        }
+    }
+
     static func delete(through token: Int64, _ connection: SQLiteConnection) throws -> Int {
         guard try exists(connection) else { return 0 }
         try connection.statement("DELETE FROM OS_TRANSACTION WHERE Z_PK <= ?1").run([.integer(token)])

@@ -312,6 +312,13 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try write { try SQLiteHistory.delete(through: token, $0.reader.connection) }
     }
 
+    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
+        try write { writer in
+            try SQLiteHistory.continueAfter(token, writer.connection)
+            if let record { try SQLiteHistory.append(record, writer.connection) }
+        }
+    }
+
     /// Closes the connection; the last connection to close folds the WAL into the main file.
     /// A store opened with deferred durability is made durable first.
     public func close() throws {

@@ -79,6 +79,13 @@ extension RecordTablesStore {
         try writeTables { $0.deleteHistory(through: token) }
     }
 
+    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
+        try writeTables { tables in
+            tables.lastHistoryToken = Swift.max(tables.lastHistoryToken, token)
+            tables.appendHistory(record)
+        }
+    }
+
     public func lastAllocatedKey(entity: String) throws -> Int64 {
         guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
         return try readTables { $0.lastKey[root] ?? 0 }
@@ -154,6 +161,10 @@ final class RecordTablesSnapshot: RecordTablesStore {
     }
 
     func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
+        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
+    }
+
+    func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
         throw StoreError(.readOnly, "a snapshot is read-only", url: url)
     }
 

@@ -83,4 +83,19 @@ struct StoreBoundaryTests {
         let result = try CLI.run("checkpoint", store)
         #expect(result.status == 0 && result.stdout.contains("nothing to checkpoint"), "\(result.stdout)")
     }
+
+    @Test("a conversion's store goes on from the source's history tokens with one transaction by --author; a copying migration's likewise", arguments: ["lmdb", "atomic", "sqlite"])
+    func historyGoesOn(_ type: String) throws {
+        let workspace = try Workspace()
+        let examples = PostgreSQLCommandTests.examples
+        let source = workspace.url.appending(path: "s.sqlite").path, copy = workspace.url.appending(path: "c.\(type)").path
+        #expect(try CLI.run("import", source, examples.appending(path: "library.json").path, "--model", examples.appending(path: "Library.xcdatamodeld").path).status == 0)
+        #expect(try CLI.run("update", source, "--entity", "Book", "--set", "pageCount=1").status == 0)
+        let converted = try CLI.run("convert", source, copy, "--author", "conv")
+        #expect(converted.status == 0, "\(converted.stderr)")
+        let history = try CLI.run("history", copy)
+        #expect(history.stdout.split(separator: "\n").count == 1 && history.stdout.hasPrefix("3 ") && history.stdout.contains(" conv"), "\(history.stdout)")
+        #expect(try CLI.run("update", copy, "--entity", "Book", "--set", "pageCount=2").status == 0)
+        #expect(try CLI.run("history", copy, "--since", "3").stdout.hasPrefix("4 "))
+    }
 }

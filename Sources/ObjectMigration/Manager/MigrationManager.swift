@@ -121,6 +121,9 @@ public final class MigrationManager: Sendable {
         options.createIfMissing = true
         // The destination is thrown away unless the migration finishes: it is made durable once, at close.
         options.deferredDurability = true
+        // Its batches are the migration's work, not its users' saves: the history gets one
+        // transaction for the whole of it, below.
+        options.recordsHistory = false
         let destination: any PersistentStore
         do {
             destination = try destinationType.open(at: destinationURL, model: destinationModel, options: options)
@@ -139,6 +142,9 @@ public final class MigrationManager: Sendable {
             if keepsIdentity, let uuid = sourceMetadata.storeUUID { metadata[StoreMetadata.Key.storeUUID] = .string(uuid.uuidString) }
             try metadata.setModel(destinationModel)
             try destination.setMetadata(metadata)
+            // One transaction, listing no object (any may have changed), its tokens going on from the
+            // source's: an observer of the store that this one replaces never sees a token twice.
+            try destination.continueHistory(after: source.lastHistoryToken(), recording: HistoryRecord(author: destinationOptions.author))
             try destination.close()
             return counts
         } catch {

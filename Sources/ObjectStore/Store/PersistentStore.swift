@@ -129,6 +129,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Returns how many transactions went.
     @discardableResult
     func deleteHistory(through token: Int64) throws -> Int
+    /// Makes every later token greater than `token`, and writes `record` (when given, even one
+    /// that lists no object) under the next one, whether or not the store records history: for
+    /// a store that takes another's place (a migration's), so that its tokens go on from the old
+    /// store's and observers never see one handed out twice.
+    func continueHistory(after token: Int64, recording record: HistoryRecord?) throws
     /// Sets `values` on every object `request` matches, in one transaction recorded in the
     /// history; returns how many (``PersistentStore/batchUpdate(_:set:author:)`` says what is
     /// checked). The default reads the matching records and saves a change set; a backend
