@@ -79,6 +79,21 @@ struct MigrateCommandTests {
         #expect(try files(workspace) == before)
     }
 
+    @Test("a migration is one transaction of the store's history by --author, its token after every earlier one, in place or by copy",
+          arguments: ["sqlite", "lmdb", "atomic"])
+    func migrationInHistory(_ ext: String) throws {
+        let workspace = try Workspace()
+        let (bundle, _, store) = try setUp(workspace, ext)
+        let before = try CLI.run("history", store).stdout.split(separator: "\n")
+        // Notes -> Notes 2 adds an optional attribute: in place for SQLite, by copy for the others.
+        let migrated = try CLI.run("migrate", store, "--model", bundle, "--to", "Notes 2", "--author", "release 2")
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        let after = try CLI.run("history", store, "--json").stdout.split(separator: "\n")
+        let last = try #require(after.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        #expect(last["author"] as? String == "release 2")
+        #expect((last["token"] as? Int ?? 0) > before.count, "\(after)")
+    }
+
     @Test("--dry-run prints the plan and the counts and changes no byte; --json is one document")
     func dryRun() throws {
         let workspace = try Workspace()

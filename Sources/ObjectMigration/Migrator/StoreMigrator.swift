@@ -334,8 +334,17 @@ public final class StoreMigrator: Sendable {
                 result.seconds.append(Date().timeIntervalSince(started))
                 index += 1
             }
-            // Every step in place: the original itself changed, in one transaction.
-            guard let latest else { return result }
+            // Every step in place: the original itself changed, in one transaction. Its history
+            // then records the migration as a copy's does: one transaction, by the author, listing
+            // no object (any may have changed).
+            guard let latest else {
+                let store = try type.open(at: url, model: try versions.model(named: plan.steps.last!.destination),
+                                          options: StoreOptions(createIfMissing: false))
+                defer { try? store.close() }
+                try store.continueHistory(after: 0, recording: HistoryRecord(author: author))
+                try store.close()
+                return result
+            }
             guard FileOperations.Fingerprint(of: type.fileURLs(for: url)) == before else {
                 throw MigrationError(.storeChanged, "\(url.path) was written by another process while it was migrated; "
                                      + "it was left as that process wrote it: migrate it again when no process has it open")
