@@ -27,20 +27,23 @@ enum PostgreSQLHistory {
     }
 
     /// Writes `record` under the next token and notifies the channel, inside the caller's transaction.
-    static func append(_ record: HistoryRecord, _ connection: PGConnection, _ location: PostgreSQLLocation, store: UUID) throws {
+    /// `tableKnown` says the table was found before this transaction; the check is made only until it is.
+    static func append(_ record: HistoryRecord, _ connection: PGConnection, _ location: PostgreSQLLocation, store: UUID, tableKnown: inout Bool) throws {
         try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(location.qualified(table))])
-        if try !exists(connection, location) {
+        if !tableKnown, try exists(connection, location) {
+            tableKnown = true
+        } else if !tableKnown {
             for relation in relations(location) {
                 for statement in relation.ddl { try connection.execute(statement) }
                 try connection.query("INSERT INTO \(location.qualified(PostgreSQLLayout.relationsTable)) (name, kind) VALUES ($1, $2) "
                                      + "ON CONFLICT DO NOTHING", [.text(relation.name), .text(relation.kind)])
             }
         }
-        let token = try connection.query("SELECT nextval($1::regclass)", [.text(location.qualified(sequence))]).int64(0, 0) ?? 0
-        try connection.query("INSERT INTO \(location.qualified(table)) (token, timestamp, author, record) VALUES ($1, $2, $3, $4)",
-                             [.text(String(token)), .text(String(record.timestamp.timeIntervalSince1970)), record.author.map(PGParameter.text),
-                              .bytes(record.encoded())])
-        try connection.query("SELECT pg_notify($1, $2)", [.text(channel(store)), .text(String(token))])
+        // Token, row and notification in one round trip.
+        try connection.query("WITH written AS (INSERT INTO \(location.qualified(table)) (token, timestamp, author, record) "
+                             + "VALUES (nextval($1::regclass), $2, $3, $4) RETURNING token) SELECT pg_notify($5, token::text) FROM written",
+                             [.text(location.qualified(sequence)), .text(String(record.timestamp.timeIntervalSince1970)), record.author.map(PGParameter.text),
+                              .bytes(record.encoded()), .text(channel(store))])
     }
 
     /// Moves the token sequence to at least `token` (the next token is greater).
@@ -82,7 +85,7 @@ enum PostgreSQLHistory {
 }
 
 /// Another process's commits, heard with `LISTEN` on the store's channel: each history write
-/// sends `NOTIFY` with its token (``PostgreSQLHistory/append(_:_:_:store:)``), delivered when
+/// sends `NOTIFY` with its token (``PostgreSQLHistory/append(_:_:_:store:tableKnown:)``), delivered when
 /// it commits. The connection is the signal's own, so reads never wait for it.
 final class PostgreSQLChangeSignal: PollingSignal, @unchecked Sendable {
     private let connection: PGConnection

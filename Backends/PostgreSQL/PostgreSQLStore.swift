@@ -50,6 +50,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     nonisolated(unsafe) private var connection: PGConnection?
     /// Inheritance roots whose tables took a bulk load (`COPY`) since the store opened (under `lock`).
     nonisolated(unsafe) private var loaded: Set<String> = []
+    /// Whether the history table was found in the schema (under `lock`; see ``PostgreSQLHistory/append``).
+    nonisolated(unsafe) private var historyTableKnown = false
 
     init(location: PostgreSQLLocation, model: ManagedObjectModel, options: StoreOptions) throws {
         self.location = location
@@ -179,8 +181,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         lock.withLock { _ = loaded.insert(batch.entity.rootName) }
     }
 
+    /// Runs inside ``write(_:)``, under `lock`.
     private func appendHistory(_ record: HistoryRecord?, _ view: PostgreSQLView) throws {
-        if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier) }
+        if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier, tableKnown: &historyTableKnown) }
     }
 
     public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
@@ -199,7 +202,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
         try write { view in
             try PostgreSQLHistory.continueAfter(token, view.connection, location)
-            if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier) }
+            try appendHistory(record, view)
         }
     }
 

@@ -17,8 +17,12 @@ enum SQLiteHistory {
         """
 
     /// Writes `record` under the next token, inside the caller's write transaction.
-    static func append(_ record: HistoryRecord, _ connection: SQLiteConnection) throws {
-        try connection.execute(createStatement)
+    /// `tableKnown` says the table was found before this transaction (so no rollback can take it
+    /// away); the check and the CREATE are made only until it is: not on every save.
+    static func append(_ record: HistoryRecord, _ connection: SQLiteConnection, tableKnown: inout Bool) throws {
+        if !tableKnown {
+            if try exists(connection) { tableKnown = true } else { try connection.execute(createStatement) }
+        }
         try connection.statement("INSERT INTO OS_TRANSACTION (ZTIMESTAMP, ZAUTHOR, ZRECORD) VALUES (?1, ?2, ?3)")
             .run([.real(record.timestamp.timeIntervalSince1970), record.author.map(SQLValue.text) ?? .null, .blob(record.encoded())])
     }

@@ -5,6 +5,8 @@ import ObjectStore
 /// Reads records through a connection, for one store. Lives inside the store's mutex.
 final class SQLiteReader {
     let connection: SQLiteConnection
+    /// Whether the history table was found in the file (``SQLiteHistory/append(_:_:tableKnown:)``).
+    var historyTableKnown = false
     let schema: SQLiteSchema
     let model: ManagedObjectModel
     /// Where the values of attributes with external storage are, and how their columns hold them.

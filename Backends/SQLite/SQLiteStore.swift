@@ -237,7 +237,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             do {
                 let result = try reader.connection.transaction(immediate: immediate) {
                     let result = try body(SQLiteWriter(reader: reader, storeID: identifier, files: files))
-                    if let record = recording() { try SQLiteHistory.append(record, reader.connection) }
+                    if let record = recording() { try SQLiteHistory.append(record, reader.connection, tableKnown: &reader.historyTableKnown) }
                     try SQLiteExternalData.record(files, reader.connection)
                     try files.flush(url: url)
                     return result
@@ -315,7 +315,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
         try write { writer in
             try SQLiteHistory.continueAfter(token, writer.connection)
-            if let record { try SQLiteHistory.append(record, writer.connection) }
+            if let record { try SQLiteHistory.append(record, writer.connection, tableKnown: &writer.reader.historyTableKnown) }
         }
     }
 

@@ -99,14 +99,15 @@ public struct HistoryQuery: Sendable, Hashable {
     public func admits(_ transaction: StoreTransaction, model: ManagedObjectModel) -> Bool {
         if let author, author != transaction.author { return false }
         guard !entities.isEmpty else { return true }
-        return transaction.entities.contains { name in
-            var entity = model.entity(named: name)
-            while let current = entity {
-                if entities.contains(current.name) { return true }
-                entity = current.parent.flatMap(model.entity(named:))
-            }
-            return entities.contains(name)
-        }
+        return transaction.entities.contains { covers($0, in: model) }
+    }
+
+    /// Whether an object of `entity` passes the entity filter: no filter, or one of its entities
+    /// is `entity` or an ancestor of it.
+    public func covers(_ entity: String, in model: ManagedObjectModel) -> Bool {
+        guard !entities.isEmpty else { return true }
+        guard let description = model.entity(named: entity) else { return entities.contains(entity) }
+        return entities.contains(where: description.isKind(of:))
     }
 }
 

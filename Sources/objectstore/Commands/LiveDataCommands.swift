@@ -3,30 +3,22 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// Filters a transaction's objects to some entities (and their sub-entities).
+/// Filters a transaction's objects to some entities (and their sub-entities): `--entity`.
 private struct EntityFilter {
-    let names: Set<String>
+    let query: HistoryQuery
     let model: ManagedObjectModel
 
     init(_ names: [String], model: ManagedObjectModel) throws {
         for name in names where model.entity(named: name) == nil { throw CLIError("--entity \(name): the store's model has no such entity") }
-        self.names = Set(names)
+        query = HistoryQuery(entities: Set(names))
         self.model = model
     }
 
-    func admits(_ key: ObjectKey) -> Bool {
-        guard !names.isEmpty else { return true }
-        var entity = model.entity(named: key.entity)
-        while let current = entity {
-            if names.contains(current.name) { return true }
-            entity = current.parent.flatMap(model.entity(named:))
-        }
-        return false
-    }
+    func admits(_ key: ObjectKey) -> Bool { query.covers(key.entity, in: model) }
 
     /// The transaction with only the admitted objects, or nil when none is left.
     func apply(_ transaction: StoreTransaction) -> StoreTransaction? {
-        guard !names.isEmpty else { return transaction }
+        guard !query.entities.isEmpty else { return transaction }
         var kept = transaction
         kept.inserted = transaction.inserted.filter(admits)
         kept.updated = transaction.updated.filter { admits($0.key) }
@@ -138,40 +130,54 @@ struct HistoryCommand: ParsableCommand {
     }
 }
 
+/// What `update` and `delete` act on: a store, an entity and a predicate, and who the change is by.
+struct BatchTarget: ParsableArguments {
+    @Argument(help: "The store.") var store: String
+    @OptionGroup var modelSelection: ModelSelection
+    @OptionGroup var typeOption: StoreTypeOption
+    @Option(name: .long, help: "The entity (its sub-entities' objects too).") var entity: String
+    @Option(name: .customLong("where"), help: "Only objects matching this predicate (NSPredicate syntax); without it, every object of the entity.")
+    var predicate: String?
+    @OptionGroup var authorOption: AuthorOption
+
+    /// Opens the store for writing, runs `body` on it with the entity and the request, closes it
+    /// (durably) and prints `<verb> <count>`.
+    func run(_ verb: String, _ body: (any PersistentStore, EntityDescription, FetchRequest) throws -> Int) throws {
+        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
+        defer { try? opened.close() }
+        guard let description = opened.model.entity(named: entity) else { throw CLIError("--entity \(entity): the store's model has no such entity") }
+        let count = try body(opened, description, FetchRequest(entity: entity, predicate: try parsePredicate(predicate)))
+        try opened.close()
+        output("\(verb) \(count)")
+    }
+}
+
 /// `objectstore update <store> --entity E [--where P] --set KEY=VALUE... [--author A]`.
 struct UpdateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Set attributes of every object of an entity that matches a predicate, in one transaction, without loading them; print the count.")
 
-    @Argument(help: "The store.") var store: String
-    @OptionGroup var modelSelection: ModelSelection
-    @OptionGroup var typeOption: StoreTypeOption
-    @Option(name: .long, help: "The entity (its sub-entities' objects are updated too).") var entity: String
-    @Option(name: .customLong("where"), help: "Only objects matching this predicate (NSPredicate syntax).") var predicate: String?
+    @OptionGroup var target: BatchTarget
     @Option(name: .customLong("set"), help: "KEY=VALUE: an attribute and its new value (null clears it; repeatable).") var assignments: [String] = []
-    @OptionGroup var authorOption: AuthorOption
 
     func run() throws {
         guard !assignments.isEmpty else { throw ValidationError("give at least one --set KEY=VALUE") }
-        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
-        defer { try? opened.close() }
-        guard let description = opened.model.entity(named: entity) else { throw CLIError("--entity \(entity): the store's model has no such entity") }
-        var values: [String: Value?] = [:]
-        for assignment in assignments {
-            guard let equals = assignment.firstIndex(of: "=") else { throw ValidationError("--set \(assignment): write KEY=VALUE") }
-            let key = String(assignment[..<equals]), text = String(assignment[assignment.index(after: equals)...])
-            guard values[key] == nil else { throw ValidationError("--set \(key) is given twice") }
-            guard let attribute = description.attributesByName[key] else {
-                let what = description.relationshipsByName[key] != nil ? "a relationship (update sets attributes)" : "not a property of \(entity)"
-                throw CLIError("--set \(key): \(what)")
+        try target.run("updated") { store, description, request in
+            var values: [String: Value?] = [:]
+            for assignment in assignments {
+                guard let equals = assignment.firstIndex(of: "=") else { throw ValidationError("--set \(assignment): write KEY=VALUE") }
+                let key = String(assignment[..<equals]), text = String(assignment[assignment.index(after: equals)...])
+                guard values[key] == nil else { throw ValidationError("--set \(key) is given twice") }
+                guard let attribute = description.attributesByName[key] else {
+                    let what = description.relationshipsByName[key] != nil ? "a relationship (update sets attributes)" : "not a property of \(description.name)"
+                    throw CLIError("--set \(key): \(what)")
+                }
+                values[key] = .some(try JSONInterchange.value(fromText: text, for: attribute, place: "--set \(key)"))
             }
-            values[key] = .some(try JSONInterchange.value(fromText: text, for: attribute, place: "--set \(key)"))
+            return try store.batchUpdate(request, set: values)
         }
-        let count = try opened.batchUpdate(FetchRequest(entity: entity, predicate: try parsePredicate(predicate)), set: values)
-        try opened.close()
-        output("updated \(count)")
     }
 }
 
@@ -181,27 +187,15 @@ struct DeleteCommand: ParsableCommand {
         commandName: "delete",
         abstract: "Delete every object of an entity that matches a predicate, delete rules applied, in one transaction; print the count.")
 
-    @Argument(help: "The store.") var store: String
-    @OptionGroup var modelSelection: ModelSelection
-    @OptionGroup var typeOption: StoreTypeOption
-    @Option(name: .long, help: "The entity (its sub-entities' objects are deleted too).") var entity: String
-    @Option(name: .customLong("where"), help: "Only objects matching this predicate (NSPredicate syntax); without it, every object of the entity.")
-    var predicate: String?
-    @OptionGroup var authorOption: AuthorOption
+    @OptionGroup var target: BatchTarget
 
     func run() throws {
-        let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
-        defer { try? opened.close() }
-        guard opened.model.entity(named: entity) != nil else { throw CLIError("--entity \(entity): the store's model has no such entity") }
-        let count = try opened.batchDelete(FetchRequest(entity: entity, predicate: try parsePredicate(predicate)))
-        try opened.close()
-        output("deleted \(count)")
+        try target.run("deleted") { store, _, request in try store.batchDelete(request) }
     }
 }
 
 /// `--where`'s predicate, or a usage error saying where it does not parse.
-private func parsePredicate(_ text: String?) throws -> ObjectPredicate? {
+func parsePredicate(_ text: String?) throws -> ObjectPredicate? {
     do { return try text.map { try ObjectPredicate($0) } } catch let error as PredicateSyntaxError {
         throw ValidationError("--where: \(error)")
     }

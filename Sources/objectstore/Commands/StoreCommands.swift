@@ -122,10 +122,7 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let predicate: ObjectPredicate?
-        do { predicate = try self.predicate.map { try ObjectPredicate($0) } } catch let error as PredicateSyntaxError {
-            throw ValidationError("--where: \(error)")
-        }
+        let predicate = try parsePredicate(self.predicate)
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
         let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate, decodeTransformables: decodeTransformables)
