@@ -37,12 +37,7 @@ public struct RecordTable: Sendable {
 
     /// The index in ``order`` of the first key greater than `pk`.
     public func firstIndex(after pk: Int64) -> Int {
-        var (low, high) = (0, order.count)
-        while low < high {
-            let mid = (low + high) / 2
-            if order[mid] <= pk { low = mid + 1 } else { high = mid }
-        }
-        return low
+        order.partitioningIndex { $0 > pk }
     }
 
     /// An empty table.
