@@ -16,6 +16,8 @@ enum AtomicFormat {
     static let checksumSize = 32
     /// The header flag of a file with a history section after its tables.
     static let historyFlag: UInt16 = 1
+    /// The header flag of a file with an order-keys section (after the history section, if any).
+    static let orderKeysFlag: UInt16 = 2
 
     // MARK: Writing
 
@@ -28,7 +30,15 @@ enum AtomicFormat {
         out.reserveCapacity(tables.tables.values.reduce(4_096) { $0 + ($1.isPackedOnly ? 64 : ($1.packed.map { $0.offsets.last! - $0.offsets.first! } ?? 0) + $1.rows.count * 64) })
         out.bytes(magic)
         out.fixed(version)
-        out.fixed(tables.hasHistorySection ? historyFlag : 0)       // flags
+        // Order keys of the rows that keep some, by entity (index into the names), key and relationship.
+        var orderKeys: [(entity: String, pk: Int64, keys: [String: [Int64]])] = []
+        for (entity, table) in tables.tables.sorted(by: { $0.key < $1.key }) where !table.packedOrderKeys.isEmpty || table.rows.values.contains(where: { !$0.orderKeys.isEmpty }) {
+            for pk in table.order {
+                let keys = table.orderKeys(pk)
+                if !keys.isEmpty { orderKeys.append((entity, pk, keys)) }
+            }
+        }
+        out.fixed((tables.hasHistorySection ? historyFlag : 0) | (orderKeys.isEmpty ? 0 : orderKeysFlag))       // flags
         out.fixed(UInt32(0))       // reserved
         out.fixed(UInt64(0))       // total length, patched below
 
@@ -108,6 +118,19 @@ enum AtomicFormat {
                 out.bytes(entry.bytes)
             }
         }
+        if !orderKeys.isEmpty {
+            out.varint(UInt64(orderKeys.count))
+            for (entity, pk, keys) in orderKeys {
+                out.varint(index[entity]!)
+                out.signed(pk)
+                out.varint(UInt64(keys.count))
+                for (name, numbers) in keys.sorted(by: { $0.key < $1.key }) {
+                    out.string(name)
+                    out.varint(UInt64(numbers.count))
+                    for number in numbers { out.signed(number) }
+                }
+            }
+        }
         parts.append(out.buffer[...])
         return seal(parts)
     }
@@ -147,7 +170,7 @@ enum AtomicFormat {
             throw reader.corrupt("unknown format version \(version) (this library reads \(Self.version))", at: 8)
         }
         let flags: UInt16 = try reader.fixed()
-        guard flags & ~historyFlag == 0 else { throw reader.corrupt("unknown header flags \(flags)", at: 10) }
+        guard flags & ~(historyFlag | orderKeysFlag) == 0 else { throw reader.corrupt("unknown header flags \(flags)", at: 10) }
         let _: UInt32 = try reader.fixed()
         let total: UInt64 = try reader.fixed()
         guard total == UInt64(data.count) else {
@@ -210,6 +233,7 @@ enum AtomicFormat {
             tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, reader: reader), for: entity)
         }
         if data[10] & UInt8(historyFlag) != 0 { try readHistory(&reader, into: &tables, file: file) }
+        if data[10] & UInt8(orderKeysFlag) != 0 { try readOrderKeys(&reader, into: &tables, names: names) }
         guard reader.offset == reader.end else {
             throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after the last table", at: reader.offset)
         }
@@ -231,6 +255,38 @@ enum AtomicFormat {
             // Checked now, so a damaged record is found when the file is read, not when history is.
             _ = try HistoryRecord(decoding: bytes, place: "\(file), transaction \(token)")
             tables.history.append(HistoryEntry(token: token, bytes: Data(bytes)))
+        }
+    }
+
+    /// The order-keys section: for each row that keeps some, its entity, key, and each list's order keys.
+    private static func readOrderKeys(_ reader: inout BinaryReader, into tables: inout RecordTables, names: [String]) throws {
+        var found: [String: [Int64: [String: [Int64]]]] = [:]
+        for _ in 0..<(try reader.count()) {
+            let at = reader.offset
+            let i = try reader.varint()
+            guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
+            let entity = names[Int(i)], pk = try reader.signed()
+            var keys: [String: [Int64]] = [:]
+            for _ in 0..<(try reader.count()) {
+                let name = try reader.string()
+                keys[name] = try (0..<(try reader.count())).map { _ in try reader.signed() }
+            }
+            guard let row = try tables.tables[entity]?.row(pk), found[entity]?[pk] == nil else {
+                throw reader.corrupt("order keys of \(entity)/\(pk), which the file does not hold once", at: at)
+            }
+            for (name, numbers) in keys {
+                let members = (row.relationships[name] ?? []).count
+                guard numbers.count == members, numbers.indices.dropFirst().allSatisfy({ numbers[$0 - 1] < numbers[$0] }) else {
+                    throw reader.corrupt("\(entity)/\(pk).\(name) has \(numbers.count) order keys, not one ascending key for each of \(members) members", at: at)
+                }
+            }
+            found[entity, default: [:]][pk] = keys
+        }
+        for (entity, rows) in found {
+            var table = tables.tables[entity]!
+            tables.setTable(RecordTable(), for: entity)
+            table.setOrderKeys(rows)
+            tables.setTable(table, for: entity)
         }
     }
 

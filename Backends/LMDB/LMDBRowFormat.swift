@@ -149,7 +149,33 @@ final class LMDBRowFormat: Sendable {
             writer.varint(UInt64(keys.count))
             for key in keys { try self.key(key, into: &writer) }
         }
+        // Order keys, only for the lists that keep some: the list's number in the format, then one key per member.
+        let ordered = format.toMany.indices.filter { i in
+            row.orderKeys[format.toMany[i]].map { $0.count == (row.relationships[format.toMany[i]] ?? []).count } ?? false
+        }
+        if !ordered.isEmpty {
+            writer.varint(UInt64(ordered.count))
+            for i in ordered {
+                writer.varint(UInt64(i))
+                for number in row.orderKeys[format.toMany[i]]! { writer.signed(number) }
+            }
+        }
         return writer.buffer
+    }
+
+    /// Reads the order keys that may follow a row's to-many lists (`counts`: each list's length).
+    private func orderKeys(_ reader: inout BinaryReader, format: LMDBEntityFormat, counts: [Int]) throws -> [String: [Int64]] {
+        guard reader.offset < reader.end else { return [:] }
+        var found: [String: [Int64]] = [:]
+        for _ in 0..<(try reader.count()) {
+            let at = reader.offset
+            let i = try reader.varint()
+            guard i < UInt64(format.toMany.count), found[format.toMany[Int(i)]] == nil else {
+                throw reader.corrupt("order keys of no to-many list (\(i))", at: at)
+            }
+            found[format.toMany[Int(i)]] = try (0..<counts[Int(i)]).map { _ in try reader.signed() }
+        }
+        return found
     }
 
     /// The row of `bytes`.
@@ -158,10 +184,13 @@ final class LMDBRowFormat: Sendable {
             var row = StoredRow(version: try reader.signed(), attributes: [:], relationships: [:])
             for name in format.attributes { if let value = try reader.value() { row.attributes[name] = value } }
             for name in format.toOne { if let key = try key(&reader) { row.relationships[name] = [key] } }
+            var counts: [Int] = []
             for name in format.toMany {
                 let keys = try (0..<(try reader.count())).map { _ in try member(&reader) }
                 if !keys.isEmpty { row.relationships[name] = keys }
+                counts.append(keys.count)
             }
+            row.orderKeys = try orderKeys(&reader, format: format, counts: counts)
             return row
         }
     }
@@ -177,7 +206,13 @@ final class LMDBRowFormat: Sendable {
             for slot in format.toOneSlots {
                 if let target = try key(&reader), try exists(target) { batch[row, toOne: slot] = target }
             }
-            for _ in format.toMany { for _ in 0..<(try reader.count()) { _ = try member(&reader) } }
+            var counts: [Int] = []
+            for _ in format.toMany {
+                let count = try reader.count()
+                for _ in 0..<count { _ = try member(&reader) }
+                counts.append(count)
+            }
+            _ = try orderKeys(&reader, format: format, counts: counts)
         }
     }
 

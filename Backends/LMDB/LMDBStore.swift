@@ -117,6 +117,10 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
         try read { try view($0).relatedKeys(of: key, relationship: relationship, model: model) }
     }
 
+    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        try read { try view($0).orderedMembers(of: key, relationship: relationship, model: model) }
+    }
+
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try view($0).scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
@@ -494,6 +498,9 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     func record(for key: ObjectKey) throws -> ObjectRecord? { try read { try $0.record(for: key, model: model) } }
     func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
         try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
+    }
+    func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        try read { try $0.orderedMembers(of: key, relationship: relationship, model: model) }
     }
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }

@@ -152,6 +152,21 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         try read { try $0.relatedKeys(of: key, relationship: relationship) }
     }
 
+    /// Two statements for an ordered to-many: its members as ``relatedKeys(of:relationship:)`` gives
+    /// them, and the order keys its join table or order column holds.
+    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        try read { view in
+            let existing = try view.relatedKeys(of: key, relationship: relationship)
+            guard let columns = view.layout.entities[key.entity], columns.entity.relationshipsByName[relationship]?.isOrdered == true,
+                  let storage = columns.toMany[relationship] else { return OrderedMembers(existing) }
+            let kept = Set(existing)
+            var members = try view.members(of: key, storage)
+            let keep = members.keys.indices.filter { kept.contains(members.keys[$0]) }
+            members = OrderedMembers(keys: keep.map { members.keys[$0] }, orderKeys: keep.map { members.orderKeys[$0] })
+            return members
+        }
+    }
+
     /// The records of ``scanBatch(entity:after:limit:)``'s one statement.
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try $0.scanBatch(entity, after: primaryKey, limit: limit).records }

@@ -28,7 +28,8 @@ struct PostgreSQLView: RowSource {
         guard rows.count == 1 else { return nil }
         var row = try storedRow(rows, 0, columns)
         for (name, storage) in columns.toMany {
-            row.relationships[name] = try members(of: key, storage)
+            let members = try members(of: key, storage)
+            row.setList(name, members.keys, orderKeys: members.orderKeys)
         }
         return row
     }
@@ -54,21 +55,32 @@ struct PostgreSQLView: RowSource {
         return StoredRow(version: version, attributes: attributes, relationships: relationships)
     }
 
-    /// The members of one to-many side, in order for an ordered one.
-    func members(of key: ObjectKey, _ storage: PostgreSQLLayout.ToMany) throws -> [ObjectKey] {
+    /// The members of one to-many side, in order for an ordered one, with the order keys it keeps
+    /// (a member without one, or with one not above the last, numbered on from the last).
+    func members(of key: ObjectKey, _ storage: PostgreSQLLayout.ToMany) throws -> OrderedMembers {
         let rows: PGRows
         switch storage {
         case .joinTable(let table):
-            rows = try connection.query("SELECT member, member_entity FROM \(location.qualified(table)) WHERE owner = $1 ORDER BY position",
+            rows = try connection.query("SELECT member, member_entity, position FROM \(location.qualified(table)) WHERE owner = $1 ORDER BY position",
                                         [.text(String(key.primaryKey))])
         case .inverseColumn(let table, let column, let entityColumn, let orderColumn):
             let order = orderColumn.map { "\(PGConnection.quote($0)) NULLS LAST, pk" } ?? "pk"
             rows = try connection.query(
-                "SELECT pk, entity FROM \(location.qualified(table)) WHERE \(PGConnection.quote(column)) = $1 "
-                    + "AND \(PGConnection.quote(entityColumn)) = $2 ORDER BY \(order)",
+                "SELECT pk, entity, \(orderColumn.map(PGConnection.quote) ?? "NULL::bigint") FROM \(location.qualified(table)) "
+                    + "WHERE \(PGConnection.quote(column)) = $1 AND \(PGConnection.quote(entityColumn)) = $2 ORDER BY \(order)",
                 [.text(String(key.primaryKey)), .text(key.entity)])
         }
-        return (0..<rows.count).compactMap { r in rows.int64(r, 0).flatMap { pk in rows.text(r, 1).map { ObjectKey($0, pk) } } }
+        var members = OrderedMembers(keys: [], orderKeys: [])
+        for r in 0..<rows.count {
+            guard let pk = rows.int64(r, 0), let entity = rows.text(r, 1) else { continue }
+            members.keys.append(ObjectKey(entity, pk))
+            if let number = rows.int64(r, 2), number > members.orderKeys.last ?? .min {
+                members.orderKeys.append(number)
+            } else {
+                members.orderKeys.append((members.orderKeys.last ?? 0) + 1)
+            }
+        }
+        return members
     }
 
     func exists(_ key: ObjectKey) throws -> Bool {
@@ -113,7 +125,7 @@ struct PostgreSQLView: RowSource {
             }
         }
         // Order columns are set once every row is in place (a member may be put after its owner).
-        var orders: [(ObjectKey, table: String, column: String, members: [ObjectKey])] = []
+        var orders: [(ObjectKey, table: String, column: String, members: OrderedMembers)] = []
         for (key, row) in put {
             try naming(key, storeID) { try write(key, row, orders: &orders) }
         }
@@ -121,9 +133,9 @@ struct PostgreSQLView: RowSource {
             try naming(key, storeID) {
                 let quoted = PGConnection.quote(column)
                 try connection.query(
-                    "UPDATE \(location.qualified(table)) AS t SET \(quoted) = x.p FROM unnest($1::bigint[]) WITH ORDINALITY AS x(m, p) "
+                    "UPDATE \(location.qualified(table)) AS t SET \(quoted) = x.p FROM unnest($1::bigint[], $2::bigint[]) AS x(m, p) "
                         + "WHERE t.pk = x.m AND t.\(quoted) IS DISTINCT FROM x.p",
-                    [.text(Self.array(members.map { String($0.primaryKey) }))])
+                    [.text(Self.array(members.keys.map { String($0.primaryKey) })), .text(Self.array(members.orderKeys.map(String.init)))])
             }
         }
         for (root, last) in lastKeys.sorted(by: { $0.key < $1.key }) where last > (try lastKey(root, locking: true)) {
@@ -145,7 +157,7 @@ struct PostgreSQLView: RowSource {
     }
 
     /// Inserts or replaces one row, and rewrites its to-many sides.
-    private func write(_ key: ObjectKey, _ row: StoredRow, orders: inout [(ObjectKey, table: String, column: String, members: [ObjectKey])]) throws {
+    private func write(_ key: ObjectKey, _ row: StoredRow, orders: inout [(ObjectKey, table: String, column: String, members: OrderedMembers)]) throws {
         let columns = try columns(key.entity)
         let layout = columns.entity.layout
         var names = ["pk", "entity", "version"]
@@ -166,20 +178,20 @@ struct PostgreSQLView: RowSource {
         try connection.query("INSERT INTO \(location.qualified(columns.table)) (\(names.joined(separator: ", "))) VALUES (\(placeholders)) "
                              + "ON CONFLICT (pk) DO UPDATE SET \(updates)", parameters)
         for (name, storage) in columns.toMany {
-            let members = row.relationships[name] ?? []
+            let members = row.members(name)
             switch storage {
             case .joinTable(let table):
                 let qualified = location.qualified(table)
                 try connection.query("DELETE FROM \(qualified) WHERE owner = $1", [.text(String(key.primaryKey))])
-                if !members.isEmpty {
+                if !members.keys.isEmpty {
                     try connection.query(
                         "INSERT INTO \(qualified) (owner, member, member_entity, position) "
-                            + "SELECT $1, m, e, p FROM unnest($2::bigint[], $3::text[]) WITH ORDINALITY AS x(m, e, p)",
-                        [.text(String(key.primaryKey)), .text(Self.array(members.map { String($0.primaryKey) })),
-                         .text(Self.array(members.map(\.entity)))])
+                            + "SELECT $1, m, e, p FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS x(m, e, p)",
+                        [.text(String(key.primaryKey)), .text(Self.array(members.keys.map { String($0.primaryKey) })),
+                         .text(Self.array(members.keys.map(\.entity))), .text(Self.array(members.orderKeys.map(String.init)))])
                 }
             case .inverseColumn(let table, _, _, let orderColumn):
-                if let orderColumn, !members.isEmpty { orders.append((key, table, orderColumn, members)) }
+                if let orderColumn, !members.keys.isEmpty { orders.append((key, table, orderColumn, members)) }
             }
         }
     }

@@ -263,6 +263,10 @@ struct Statement {
     }
 
     func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    /// An integer column's value, nil for NULL.
+    func optionalInt64(_ index: Int32) -> Int64? {
+        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, index)
+    }
 
     /// Hands every row to `body`, collecting nothing.
     func forEachRow(_ values: [SQLValue] = [], _ body: (Statement) throws -> Void) throws {

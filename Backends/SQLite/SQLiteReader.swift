@@ -213,27 +213,40 @@ final class SQLiteReader {
     }
 
     func relatedKeys(of key: ObjectKey, relationship name: String) throws -> [ObjectKey] {
+        try orderedMembers(of: key, relationship: name).keys
+    }
+
+    /// The members of a relationship, with the order keys of an ordered to-many as its order
+    /// column holds them (a member without one, added from the other side, comes last, numbered on).
+    func orderedMembers(of key: ObjectKey, relationship name: String) throws -> OrderedMembers {
         let entity = try self.entity(key.entity)
         guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name] else {
             throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(name)")
         }
         if !relationship.isToMany {
-            return try record(for: key)?.toOne[name].map { [$0] } ?? []
+            return OrderedMembers(try record(for: key)?.toOne[name].map { [$0] } ?? [])
         }
-        guard let storage = entity.toMany[name] else { return [] }
-        let rows: [(Int64, Int64)]
+        guard let storage = entity.toMany[name] else { return OrderedMembers([]) }
+        let rows: [(Int64, Int64, Int64?)]
         switch storage {
         case .inverseForeignKey(let table, let column, _, let order), .hiddenForeignKey(let table, let column, let order):
             // Members without an order number (added from the other side) come last, in key order.
-            let sql = "SELECT Z_PK, Z_ENT FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
-            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
+            let sql = "SELECT Z_PK, Z_ENT, \(order.map(quote) ?? "NULL") FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
+            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
         case .join(let table, let own, let other, let order, _, let otherTable):
-            let sql = "SELECT j.\(quote(other)), t.Z_ENT FROM \(quote(table)) j JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) "
+            let sql = "SELECT j.\(quote(other)), t.Z_ENT, \(order.map { "j.\(quote($0))" } ?? "NULL") FROM \(quote(table)) j JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) "
                 + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j.\(quote($0)) IS NULL, j.\(quote($0)), " } ?? "")j.\(quote(other))"
-            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1)) }
+            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
         }
-        let keys = rows.compactMap { pk, number in schema.byNumber[Int(number)].map { ObjectKey($0, pk) } }
-        return relationship.isOrdered ? keys : keys.sorted()
+        var keys: [ObjectKey] = [], orderKeys: [Int64] = []
+        for (pk, number, order) in rows {
+            guard let entity = schema.byNumber[Int(number)] else { continue }
+            keys.append(ObjectKey(entity, pk))
+            // A missing number, or one not above the last, is numbered on from the last: the keys stay ascending.
+            if let order, order > orderKeys.last ?? .min { orderKeys.append(order) } else { orderKeys.append((orderKeys.last ?? 0) + 1) }
+        }
+        guard relationship.isOrdered else { return OrderedMembers(keys.sorted()) }
+        return OrderedMembers(keys: keys, orderKeys: orderKeys)
     }
 
     func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {

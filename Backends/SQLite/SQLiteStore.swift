@@ -192,6 +192,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try withReader { try $0.relatedKeys(of: key, relationship: relationship) }
     }
 
+    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        try withReader { try $0.orderedMembers(of: key, relationship: relationship) }
+    }
+
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try withReader { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
     }

@@ -47,18 +47,20 @@ struct SQLiteWriter {
             }
         }
         for update in changes.updated { try self.update(update, bumpingVersion: !changes.keepsVersions, given: given) }
-        let lists = changes.inserted.map { ($0.key, $0.toMany) } + changes.updated.map { ($0.key, $0.toMany) }
+        let lists = changes.inserted.map { ($0.key, $0.toMany, $0.orderKeys) } + changes.updated.map { ($0.key, $0.toMany, $0.orderKeys) }
         // The lists of to-manys without an inverse this change writes: a member is in one of them only.
         var hidden: [String: HiddenList] = [:]
-        for (owner, toMany) in lists {
+        for (owner, toMany, _) in lists {
             for (name, members) in toMany {
                 if case .hiddenForeignKey(let table, let column, _)? = schema.entities[owner.entity]?.toMany[name] {
                     hidden["\(table).\(column)#\(owner.primaryKey)"] = HiddenList(owner: owner, name: name, table: table, column: column, count: members.count)
                 }
             }
         }
-        for (owner, toMany) in lists {
-            for (name, members) in toMany { try writeToMany(owner, name, members, rewritten: hidden) }
+        for (owner, toMany, orderKeys) in lists {
+            for (name, members) in toMany {
+                try writeToMany(owner, name, members, orderKeys: orderKeys[name] ?? OrderKeys.positions(members.count), rewritten: hidden)
+            }
         }
         for list in hidden.values {
             let held = try connection.statement("SELECT count(*) FROM \(quote(list.table)) WHERE \(quote(list.column)) = ?1")
@@ -371,10 +373,10 @@ struct SQLiteWriter {
         let owner: ObjectKey, name: String, table: String, column: String, count: Int
     }
 
-    /// Writes `owner`'s `name` list. A member of a to-many without an inverse is in one list only
+    /// Writes `owner`'s `name` list, an ordered one with `orderKeys` (one per member). A member of a to-many without an inverse is in one list only
     /// (its column names the owner): taking it from a list this change does not rewrite would
     /// silently shorten that list, so it is refused (`rewritten`: the lists this change writes).
-    private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey],
+    private func writeToMany(_ owner: ObjectKey, _ name: String, _ members: [ObjectKey], orderKeys: [Int64],
                              rewritten: [String: HiddenList]) throws {
         guard let storage = schema.entities[owner.entity]?.toMany[name] else { return }
         let pk = SQLValue.integer(owner.primaryKey)
@@ -392,7 +394,7 @@ struct SQLiteWriter {
             let statement = "UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2"
             let width = entity != nil ? 4 : (order != nil ? 3 : 2)
             for (i, member) in members.enumerated() {
-                try connection.statement(statement).run(Array([pk, .integer(member.primaryKey), .integer(Int64(i + 1)), .integer(number)].prefix(width)))
+                try connection.statement(statement).run(Array([pk, .integer(member.primaryKey), .integer(orderKeys[i]), .integer(number)].prefix(width)))
             }
         case .hiddenForeignKey(let table, let column, let order):
             try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1").run([pk])
@@ -405,7 +407,7 @@ struct SQLiteWriter {
                                      + "this store keeps a member of a to-many without an inverse in one list only (Core Data's layout)")
                 }
                 var values: [SQLValue] = [pk, .integer(member.primaryKey)]
-                if order != nil { values.append(.integer(Int64(i + 1))) }
+                if order != nil { values.append(.integer(orderKeys[i])) }
                 try connection.statement("UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2").run(values)
             }
         case .join(let table, let own, let other, let order, _, _):
@@ -432,7 +434,7 @@ struct SQLiteWriter {
             if let order {
                 for (i, member) in members.enumerated() {
                     try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = ?3 WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2")
-                        .run([pk, .integer(member.primaryKey), .integer(Int64(i + 1))])
+                        .run([pk, .integer(member.primaryKey), .integer(orderKeys[i])])
                 }
             }
         }

@@ -9,7 +9,7 @@ import Testing
 
 private func key(_ entity: String, _ pk: Int64) -> ObjectKey { ObjectKey(entity, pk) }
 
-private func newKey(_ store: any PersistentStore, _ entity: String) throws -> ObjectKey {
+func newKey(_ store: any PersistentStore, _ entity: String) throws -> ObjectKey {
     ObjectKey(entity, try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound)
 }
 

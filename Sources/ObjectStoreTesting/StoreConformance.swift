@@ -51,6 +51,7 @@ public struct StoreConformance: Sendable {
         case uniquenessConstraints
         case historyRecordsEveryWrite
         case batchUpdateAndDelete
+        case orderKeysKept
 
         public var description: String { rawValue }
     }
@@ -116,6 +117,7 @@ public struct StoreConformance: Sendable {
         case .uniquenessConstraints: try uniqueness(scope)
         case .historyRecordsEveryWrite: try history(scope)
         case .batchUpdateAndDelete: try batchOperations(scope)
+        case .orderKeysKept: try orderKeys(scope)
         }
     }
 }

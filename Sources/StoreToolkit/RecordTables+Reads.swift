@@ -10,15 +10,20 @@ extension RowSource {
 
     /// The keys across a relationship (see ``PersistentStore/relatedKeys(of:relationship:)``).
     public func relatedKeys(of key: ObjectKey, relationship: String, model: ManagedObjectModel) throws -> [ObjectKey] {
+        try orderedMembers(of: key, relationship: relationship, model: model).keys
+    }
+
+    /// The members across a relationship with their order keys (see ``PersistentStore/orderedMembers(of:relationship:)``).
+    public func orderedMembers(of key: ObjectKey, relationship: String, model: ManagedObjectModel) throws -> OrderedMembers {
         guard let entity = model.entity(named: key.entity) else {
             throw StoreError(.invalidFetch, "no entity named \(key.entity)")
         }
         guard let description = entity.relationshipsByName[relationship] else {
             throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(relationship)")
         }
-        guard let row = try row(key) else { return [] }
-        let keys = try (row.relationships[relationship] ?? []).filter(exists)
-        return description.isOrdered || !description.isToMany ? keys : keys.sorted()
+        guard let row = try row(key) else { return OrderedMembers([]) }
+        let members = try row.members(relationship, keeping: exists)
+        return description.isOrdered || !description.isToMany ? members : OrderedMembers(members.keys.sorted())
     }
 
     /// A batch of a streaming scan (see ``PersistentStore/scan(entity:after:limit:)``).

@@ -10,12 +10,37 @@ public struct StoredRow: Sendable, Hashable {
     public var attributes: [String: Value]
     /// Every relationship's keys (a to-one holds at most one).
     public var relationships: [String: [ObjectKey]]
+    /// The order keys of ordered to-many lists (``OrderKeys``), one per member of
+    /// ``relationships``' list of the same name; only lists not numbered 1, 2, 3… have them.
+    public var orderKeys: [String: [Int64]]
 
     /// Creates a row.
-    public init(version: Int64, attributes: [String: Value], relationships: [String: [ObjectKey]]) {
+    public init(version: Int64, attributes: [String: Value], relationships: [String: [ObjectKey]], orderKeys: [String: [Int64]] = [:]) {
         self.version = version
         self.attributes = attributes
         self.relationships = relationships
+        self.orderKeys = orderKeys
+    }
+
+    /// Sets a to-many list, with its order keys (nil or 1, 2, 3…: none kept).
+    public mutating func setList(_ name: String, _ keys: [ObjectKey], orderKeys given: [Int64]?) {
+        relationships[name] = keys
+        orderKeys[name] = given.flatMap { OrderKeys.arePositions($0) ? nil : $0 }
+    }
+
+    /// The members of a list with their order keys.
+    public func members(_ name: String) -> OrderedMembers { members(name, keeping: { _ in true }) }
+
+    /// The members of a list with their order keys, keeping only those `keep` accepts.
+    public func members(_ name: String, keeping keep: (ObjectKey) throws -> Bool) rethrows -> OrderedMembers {
+        let keys = relationships[name] ?? []
+        guard let order = orderKeys[name], order.count == keys.count else { return OrderedMembers(try keys.filter(keep)) }
+        var kept = OrderedMembers(keys: [], orderKeys: [])
+        for (key, number) in zip(keys, order) where try keep(key) {
+            kept.keys.append(key)
+            kept.orderKeys.append(number)
+        }
+        return kept
     }
 }
 
@@ -34,6 +59,9 @@ public struct RecordTable: Sendable {
     public private(set) var packed: PackedRows?
     /// Packed rows deleted since.
     private var deletedPacked: Set<Int64> = []
+    /// The order keys of packed rows that keep some (``StoredRow/orderKeys``), by primary key:
+    /// kept beside the encoded rows, joined to a row when it is decoded.
+    public private(set) var packedOrderKeys: [Int64: [String: [Int64]]] = [:]
 
     /// The index in ``order`` of the first key greater than `pk`.
     public func firstIndex(after pk: Int64) -> Int {
@@ -72,7 +100,22 @@ public struct RecordTable: Sendable {
     public func row(_ pk: Int64) throws -> StoredRow? {
         if let row = rows[pk] { return row }
         guard let packed, let index = packedIndex(pk) else { return nil }
-        return try packed.row(at: index)
+        var row = try packed.row(at: index)
+        if let orderKeys = packedOrderKeys[pk] { row.orderKeys = orderKeys }
+        return row
+    }
+
+    /// Gives rows their order keys (as a file keeps them beside its rows).
+    public mutating func setOrderKeys(_ keys: [Int64: [String: [Int64]]]) {
+        for (pk, orderKeys) in keys {
+            if rows[pk] != nil { rows[pk]!.orderKeys = orderKeys } else { packedOrderKeys[pk] = orderKeys }
+        }
+    }
+
+    /// The order keys of row `pk` (none for a row without any, or no row).
+    public func orderKeys(_ pk: Int64) -> [String: [Int64]] {
+        if let row = rows[pk] { return row.orderKeys }
+        return packedIndex(pk) != nil ? packedOrderKeys[pk] ?? [:] : [:]
     }
 
     /// Adds or replaces a row.
@@ -264,7 +307,7 @@ extension StoredRow {
     public mutating func apply(_ update: ObjectUpdate, bumpingVersion: Bool = true) {
         for (name, value) in update.attributes { attributes[name] = value }
         for (name, target) in update.toOne { relationships[name] = target.map { [$0] } }
-        for (name, targets) in update.toMany { relationships[name] = targets }
+        for (name, targets) in update.toMany { setList(name, targets, orderKeys: update.orderKeys[name]) }
         if bumpingVersion { version += 1 }
     }
 }

@@ -45,6 +45,10 @@ extension RecordTablesStore {
         try readTables { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
     }
 
+    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        try readTables { try $0.orderedMembers(of: key, relationship: relationship, model: model) }
+    }
+
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try readTables { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }

@@ -124,9 +124,10 @@ extension RowSource {
         var lastKeys: [String: Int64] = [:]
         var before: [RelationshipSide: [ObjectKey]] = [:]
         for record in changes.inserted {
-            var relationships = record.toMany
-            for (name, target) in record.toOne { relationships[name] = [target] }
-            rows.put(record.key, StoredRow(version: Swift.max(1, record.version), attributes: record.attributes, relationships: relationships))
+            var row = StoredRow(version: Swift.max(1, record.version), attributes: record.attributes, relationships: [:])
+            for (name, targets) in record.toMany { row.setList(name, targets, orderKeys: record.orderKeys[name]) }
+            for (name, target) in record.toOne { row.relationships[name] = [target] }
+            rows.put(record.key, row)
             let root = model.entity(named: record.key.entity)!.rootName
             lastKeys[root] = Swift.max(lastKeys[root, default: 0], record.key.primaryKey)
         }
@@ -238,6 +239,8 @@ struct PendingRows {
         guard !memberSet(side).contains(key) else { return }
         members[side]!.insert(key)
         rows[side.key]!.relationships[side.name, default: []].append(key)
+        // A list with order keys numbers the new member on from its last.
+        if let last = rows[side.key]!.orderKeys[side.name]?.last { rows[side.key]!.orderKeys[side.name]!.append(last + 1) }
         markChanged(side.key)
     }
 
@@ -255,7 +258,8 @@ struct PendingRows {
     mutating func finish() {
         for side in shrunk {
             let keep = members[side]!
-            rows[side.key]!.relationships[side.name] = (rows[side.key]!.relationships[side.name] ?? []).filter(keep.contains)
+            let kept = rows[side.key]!.members(side.name, keeping: keep.contains)
+            rows[side.key]!.setList(side.name, kept.keys, orderKeys: kept.orderKeys)
         }
         shrunk = []
     }

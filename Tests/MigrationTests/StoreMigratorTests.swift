@@ -559,6 +559,12 @@ struct UniqueByTests {
         let versions = try ModelVersions(versions: [.init(name: "c1", model: Self.model(1)), .init(name: "c2", model: Self.model(2))])
         let mapping = try MappingFormat.decode(Data(Self.mapping.utf8))
         #expect(mapping.entityMappings.first?.uniqueBy == ["hex"])
+        let before = try Backends.type(backend).readMetadata(at: url).storeUUID
+        let postKeys = try {
+            let store = try Backends.type(backend).open(at: url, model: Self.model(1), options: StoreOptions(readOnly: true))
+            defer { try? store.close() }
+            return Dictionary(uniqueKeysWithValues: try store.fetch(FetchRequest(entity: "Post")).map { ($0.attributes["title"]!, $0.key) })
+        }()
         try StoreMigrator(versions: versions, mappings: [StepMapping(name: "colors.json", mapping: mapping)]).migrateStore(at: url, type: Backends.type(backend))
         let store = try Backends.type(backend).open(at: url, model: Self.model(2), options: StoreOptions(readOnly: true))
         defer { try? store.close() }
@@ -569,6 +575,10 @@ struct UniqueByTests {
         #expect(posts[.string("A")]?.toOne["color"] == red.key && posts[.string("B")]?.toOne["color"] == red.key)
         #expect(posts[.string("C")]?.toOne["color"] != nil && posts[.string("C")]?.toOne["color"] != red.key)
         #expect(posts[.string("D")]?.toOne["color"] == nil)
+        // Every post keeps its key, and the Colors are of an entity no old URI names: the store keeps its UUID.
+        #expect(posts.mapValues(\.key) == postKeys)
+        let after = try store.metadata().storeUUID
+        #expect(before != nil && after == before)
         #expect(Set(try store.relatedKeys(of: red.key, relationship: "posts")) == [posts[.string("A")]!.key, posts[.string("B")]!.key])
         // Written back as data, the mapping keeps its uniqueBy.
         #expect(try MappingFormat.decode(MappingFormat.encode(mapping)).entityMappings.first?.uniqueBy == ["hex"])

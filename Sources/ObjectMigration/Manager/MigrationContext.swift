@@ -119,12 +119,15 @@ public final class MigrationContext {
     /// Whether the mapping's destination objects keep their source keys.
     func keepsKeys(_ mapping: EntityMapping) -> Bool { keepingKeys.contains(mapping.name) }
 
-    /// Whether every object the migration makes keeps its source object's key (no policy,
-    /// no custom mapping, no second hierarchy moving in): only then may the destination keep
-    /// the source's UUID, for only then does an old object URI still name the same object.
+    /// Whether every old object URI names, after the migration, the object it named before or
+    /// none: every object of an entity the source model has keeps its source object's key (no
+    /// policy, no custom mapping, no second hierarchy moving in). Objects of an entity the source
+    /// model has no name for (one made unique by its values, say) may get keys of their own: no
+    /// old URI names them. Only then may the destination keep the source's UUID.
     var keepsEveryKey: Bool {
         mappingModel.entityMappings.allSatisfy { m in
-            m.kind == .remove || m.kind == .add || m.destinationEntity == nil || (keepsKeys(m) && m.policyName == nil)
+            guard m.kind != .remove, m.kind != .add, let d = m.destinationEntity else { return true }
+            return (keepsKeys(m) && m.policyName == nil) || sourceModel.entity(named: d) == nil
         }
     }
 
@@ -166,7 +169,7 @@ public final class MigrationContext {
     @discardableResult
     public func insertDestination(entity: String, attributes: [String: Value?], for source: ObjectKey,
                                   mapping: EntityMapping) throws -> ObjectKey {
-        try insertDestination(entity: entity, attributes: attributes, toOne: [:], for: source, mapping: mapping)
+        try insertDestination(entity: entity, attributes: attributes, toOne: [:], for: source, version: nil, mapping: mapping)
     }
 
     /// What the default policy does in phase 1: the mapped attributes, and the to-one
@@ -179,12 +182,12 @@ public final class MigrationContext {
             toOne[name] = ObjectKey(into, target.primaryKey)
         }
         try insertDestination(entity: entity, attributes: try mappedAttributes(for: source, mapping: mapping), toOne: toOne,
-                              for: source.key, mapping: mapping)
+                              for: source.key, version: source.version, mapping: mapping)
     }
 
     @discardableResult
     private func insertDestination(entity: String, attributes: [String: Value?], toOne: [String: ObjectKey], for source: ObjectKey,
-                                   mapping: EntityMapping) throws -> ObjectKey {
+                                   version: Int64?, mapping: EntityMapping) throws -> ObjectKey {
         guard let description = destinationModel.entity(named: entity), !description.isAbstract else {
             throw MigrationError(.invalidMapping, "no concrete destination entity named \(entity)", mapping: mapping.name)
         }
@@ -220,15 +223,18 @@ public final class MigrationContext {
         }
         let key: ObjectKey
         let first = (explicit[mapping.name]?[source.primaryKey] ?? []).isEmpty
+        // An object that keeps its source object's key keeps its version (Core Data's `Z_OPT`) too.
+        var kept: Int64 = 1
         if implicit.contains(mapping.name) || (keepsKeys(mapping) && first && description.rootName == keptRoot(mapping)) {
             key = ObjectKey(entity, source.primaryKey)
+            kept = version ?? 1
         } else {
             key = ObjectKey(entity, try newKey(description.rootName))
         }
         if !implicit.contains(mapping.name) { explicit[mapping.name, default: [:]][source.primaryKey, default: []].append(key) }
         if !mapping.uniqueBy.isEmpty { uniques[mapping.name, default: [:]][identity] = key }
         insertedOneByOne.insert(entity)
-        pendingInserts.append(ObjectRecord(key: key, attributes: values, toOne: toOne))
+        pendingInserts.append(ObjectRecord(key: key, version: kept, attributes: values, toOne: toOne))
         if !toOne.isEmpty { pendingHasReferences = true }
         if pendingInserts.count >= batchSize { try flush() }
         return key
@@ -258,11 +264,29 @@ public final class MigrationContext {
 
     /// The destination relationships the mapping's expressions give for the destination made from `source`.
     public func mappedRelationships(for source: ObjectRecord, mapping: EntityMapping, destination: ObjectKey) throws -> [(String, [ObjectKey])] {
+        try mappedLists(for: source, mapping: mapping, destination: destination).map { ($0.name, $0.targets) }
+    }
+
+    /// ``mappedRelationships(for:mapping:destination:)`` with the order keys of an ordered to-many
+    /// copied from an ordered to-many of the source, member for member: the numbers the source kept.
+    func mappedLists(for source: ObjectRecord, mapping: EntityMapping, destination: ObjectKey) throws
+        -> [(name: String, targets: [ObjectKey], orderKeys: [Int64]?)] {
         guard let entity = destinationModel.entity(named: destination.entity) else { return [] }
-        var result: [(String, [ObjectKey])] = []
+        var result: [(name: String, targets: [ObjectKey], orderKeys: [Int64]?)] = []
         for (name, expression) in mapping.relationshipMappings.sorted(by: { $0.key < $1.key }) {
             guard let relationship = entity.relationshipsByName[name], !relationship.isTransient else {
                 throw MigrationError(.invalidMapping, "\(destination.entity) has no stored relationship named \(name)", mapping: mapping.name)
+            }
+            if relationship.isOrdered, case .source(let path) = expression,
+               sourceModel.entity(named: source.key.entity)?.relationshipsByName[path].map({ $0.isToMany && $0.isOrdered }) == true {
+                let members = try sourceStore.orderedMembers(of: source.key, relationship: path)
+                let targets = members.keys.map { destinationKeys(for: $0) }
+                // Member for member, or the order keys cannot follow: numbered anew.
+                if targets.allSatisfy({ $0.count == 1 && destinationModel.entity(named: $0[0].entity)?.isKind(of: relationship.destination) == true }),
+                   Set(targets.map { $0[0] }).count == targets.count {
+                    result.append((name, targets.map { $0[0] }, members.orderKeys))
+                    continue
+                }
             }
             var targets: [ObjectKey]
             switch try evaluate(expression, on: source) {
@@ -276,13 +300,14 @@ public final class MigrationContext {
             targets = targets.filter { seen.insert($0).inserted && (destinationModel.entity(named: $0.entity)?.isKind(of: relationship.destination) ?? false) }
             // A to-many that became a to-one keeps its first object.
             if !relationship.isToMany { targets = Array(targets.prefix(1)) }
-            result.append((name, targets))
+            result.append((name, targets, nil))
         }
         return result
     }
 
-    /// Sets a relationship of a destination object (phase 2).
-    public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey]) throws {
+    /// Sets a relationship of a destination object (phase 2); an ordered to-many may be given the
+    /// order keys to keep (one ascending number per member, ``OrderKeys``), else it is numbered 1, 2, 3…
+    public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]? = nil) throws {
         guard let relationship = destinationModel.entity(named: destination.entity)?.relationshipsByName[name] else {
             throw MigrationError(.invalidMapping, "\(destination.entity) has no relationship named \(name)")
         }
@@ -292,6 +317,7 @@ public final class MigrationContext {
         }
         if relationship.isToMany {
             pendingUpdates[destination]!.toMany[name] = targets
+            pendingUpdates[destination]!.orderKeys[name] = relationship.isOrdered ? orderKeys : nil
         } else {
             pendingUpdates[destination]!.toOne[name] = .some(targets.first)
         }

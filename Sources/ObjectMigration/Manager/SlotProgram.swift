@@ -108,7 +108,8 @@ struct SlotProgram {
         var targets: [String: String] = [:]   // source entity → destination entity of the objects made from it
         for row in 0..<batch.count {
             let key = batch.key(at: row)
-            let r = out.appendRow(primaryKey: key.primaryKey)
+            // The object keeps its key, so it keeps its version (Core Data's `Z_OPT`) too.
+            let r = out.appendRow(primaryKey: key.primaryKey, version: batch.versions[row])
             do {
                 try fill(row: r, of: &out, from: batch, row: row, context: context)
             } catch {

@@ -215,8 +215,8 @@ extension EntityMigrationPolicy {
 
     public func createRelationships(forDestination destination: ObjectKey, source: ObjectRecord, mapping: EntityMapping,
                                     context: MigrationContext) throws {
-        for (name, targets) in try context.mappedRelationships(for: source, mapping: mapping, destination: destination) {
-            try context.setRelationship(name, of: destination, to: targets)
+        for (name, targets, orderKeys) in try context.mappedLists(for: source, mapping: mapping, destination: destination) {
+            try context.setRelationship(name, of: destination, to: targets, orderKeys: orderKeys)
         }
     }
 

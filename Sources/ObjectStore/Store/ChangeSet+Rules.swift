@@ -73,12 +73,14 @@ extension ChangeSet {
             for (name, value) in record.attributes { try Self.attribute(name, value, record.key, entity) }
             for (name, target) in record.toOne { try Self.toOne(name, target, record.key, entity, model) }
             for (name, targets) in record.toMany { try Self.toMany(name, targets, record.key, entity, model) }
+            try Self.orderKeys(record.orderKeys, of: record.toMany, record.key, entity)
         }
         for update in updated {
             let entity = try Self.entity(of: update.key, "update", model)
             for (name, value) in update.attributes { try Self.attribute(name, value, update.key, entity) }
             for (name, target) in update.toOne { try Self.toOne(name, target, update.key, entity, model) }
             for (name, targets) in update.toMany { try Self.toMany(name, targets, update.key, entity, model) }
+            try Self.orderKeys(update.orderKeys, of: update.toMany, update.key, entity)
         }
         for deletion in deleted { _ = try Self.entity(of: deletion.key, "delete", model) }
     }
@@ -102,6 +104,17 @@ extension ChangeSet {
             throw StoreError(.invalidChange, "\(key): no stored to-one relationship named \(name)")
         }
         if let target { try ContractRule.target(target, of: relationship, from: key, model: model) }
+    }
+
+    /// Order keys name a to-many list the change gives, one ascending number per member.
+    private static func orderKeys(_ orderKeys: [String: [Int64]], of toMany: [String: [ObjectKey]], _ key: ObjectKey,
+                                  _ entity: EntityDescription) throws {
+        for (name, keys) in orderKeys {
+            guard let members = toMany[name] else {
+                throw StoreError(.invalidChange, "\(key).\(name): order keys are given without the relationship's members")
+            }
+            try OrderKeys.check(keys, count: members.count, owner: key, relationship: entity.relationshipsByName[name])
+        }
     }
 
     private static func toMany(_ name: String, _ targets: [ObjectKey], _ key: ObjectKey, _ entity: EntityDescription,

@@ -16,15 +16,20 @@ public struct ObjectRecord: Sendable, Hashable {
     public var toOne: [String: ObjectKey]
     /// To-many relationships, in order for ordered ones (change sets and bulk inserts).
     public var toMany: [String: [ObjectKey]]
+    /// The order keys of ordered to-many relationships in ``toMany`` (Core Data's `Z_FOK_…`
+    /// values), one per member, ascending; a relationship not named here is numbered 1, 2, 3…
+    /// (see ``OrderKeys``).
+    public var orderKeys: [String: [Int64]]
 
     /// Creates a record.
     public init(key: ObjectKey, version: Int64 = 1, attributes: [String: Value] = [:],
-                toOne: [String: ObjectKey] = [:], toMany: [String: [ObjectKey]] = [:]) {
+                toOne: [String: ObjectKey] = [:], toMany: [String: [ObjectKey]] = [:], orderKeys: [String: [Int64]] = [:]) {
         self.key = key
         self.version = version
         self.attributes = attributes
         self.toOne = toOne
         self.toMany = toMany
+        self.orderKeys = orderKeys
     }
 }
 
@@ -41,15 +46,19 @@ public struct ObjectUpdate: Sendable, Hashable {
     public var toOne: [String: ObjectKey?]
     /// To-many relationships to replace with these keys (in order for ordered ones).
     public var toMany: [String: [ObjectKey]]
+    /// The order keys of ordered to-many relationships in ``toMany``, one per member,
+    /// ascending; a relationship not named here is numbered 1, 2, 3… (see ``OrderKeys``).
+    public var orderKeys: [String: [Int64]]
 
     /// Creates an update.
     public init(key: ObjectKey, expectedVersion: Int64? = nil, attributes: [String: Value?] = [:],
-                toOne: [String: ObjectKey?] = [:], toMany: [String: [ObjectKey]] = [:]) {
+                toOne: [String: ObjectKey?] = [:], toMany: [String: [ObjectKey]] = [:], orderKeys: [String: [Int64]] = [:]) {
         self.key = key
         self.expectedVersion = expectedVersion
         self.attributes = attributes
         self.toOne = toOne
         self.toMany = toMany
+        self.orderKeys = orderKeys
     }
 }
 
@@ -101,4 +110,55 @@ public struct ChangeSet: Sendable, Hashable {
 
     /// Whether it changes nothing.
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// The rules of order keys, the numbers an ordered to-many keeps with its members (Core Data's
+/// `Z_FOK_…` columns): a store keeps the numbers it is given, so a store converted to another
+/// backend and back holds the very numbers it held (`docs/reliability.md`).
+///
+/// Order keys are one per member and ascending. A list given without them is numbered 1, 2, 3…;
+/// a member a store appends to a list (completing an inverse) gets the last number plus one.
+public enum OrderKeys {
+    /// The numbers of a list of `count` members given without order keys: 1, 2, 3…
+    public static func positions(_ count: Int) -> [Int64] { count == 0 ? [] : Array(1...Int64(count)) }
+
+    /// Whether `keys` are the numbers a list of that many members gets without order keys.
+    public static func arePositions(_ keys: [Int64]) -> Bool {
+        keys.indices.allSatisfy { keys[$0] == Int64($0 + 1) }
+    }
+
+    /// Checks order keys given for `relationship` of `owner` with `count` members.
+    /// - Throws: ``StoreError/Code/invalidChange`` when they are not one per member, not
+    ///   ascending, or given for a relationship that is not an ordered to-many.
+    public static func check(_ keys: [Int64], count: Int, owner: ObjectKey, relationship: Relationship?) throws {
+        guard let relationship, relationship.isToMany, relationship.isOrdered else {
+            throw StoreError(.invalidChange, "\(owner).\(relationship?.name ?? "?"): order keys are for ordered to-many relationships only")
+        }
+        guard keys.count == count else {
+            throw StoreError(.invalidChange, "\(owner).\(relationship.name): \(keys.count) order keys for \(count) members")
+        }
+        guard keys.indices.dropFirst().allSatisfy({ keys[$0 - 1] < keys[$0] }) else {
+            throw StoreError(.invalidChange, "\(owner).\(relationship.name): the order keys are not ascending")
+        }
+    }
+}
+
+/// The members of a relationship with their order keys (``OrderKeys``), one per member.
+public struct OrderedMembers: Sendable, Hashable {
+    /// The members, in order for an ordered to-many.
+    public var keys: [ObjectKey]
+    /// Their order keys, ascending: as the store keeps them for an ordered to-many, else 1, 2, 3…
+    public var orderKeys: [Int64]
+
+    /// Members with their order keys (one per member).
+    public init(keys: [ObjectKey], orderKeys: [Int64]) {
+        precondition(keys.count == orderKeys.count, "one order key per member")
+        self.keys = keys
+        self.orderKeys = orderKeys
+    }
+
+    /// Members numbered 1, 2, 3…
+    public init(_ keys: [ObjectKey]) {
+        self.init(keys: keys, orderKeys: OrderKeys.positions(keys.count))
+    }
 }

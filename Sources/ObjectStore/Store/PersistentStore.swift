@@ -38,6 +38,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The keys across a relationship of an object: 0 or 1 for a to-one, in
     /// order for an ordered to-many, in ascending key order otherwise.
     func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey]
+    /// What ``relatedKeys(of:relationship:)`` gives, with the order keys an ordered to-many
+    /// keeps (``OrderKeys``): a conversion writes the very numbers the source held.
+    func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers
     /// The next batch of a streaming scan: up to `limit` objects of exactly
     /// `entity` (no sub-entities) with primary keys above `primaryKey`, in
     /// ascending primary-key order. Memory stays bounded by the batch.
@@ -150,6 +153,11 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// For a store that keeps no order keys: the members numbered 1, 2, 3…
+    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
+        OrderedMembers(try relatedKeys(of: key, relationship: relationship))
+    }
+
     /// Bridges to ``scan(entity:after:limit:)``: a backend that implements only the record forms keeps working.
     public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
         guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
