@@ -56,6 +56,14 @@ let package = Package(
                            .product(name: "ObjectStore", package: "ObjectStore"), .product(name: "SQLiteStore", package: "ObjectStore")],
             path: "Sources/live-bench"
         ),
+        // Whole convert commands on a store with the shapes users have, against sqlite3's ATTACH and a C copy loop (issue 23).
+        .executableTarget(
+            name: "shapes-bench",
+            dependencies: ["BenchmarkSupport", "CBaseline", "CSQLiteBench", .product(name: "ObjectModel", package: "ObjectStore"),
+                           .product(name: "ObjectStore", package: "ObjectStore"), .product(name: "ObjectMigration", package: "ObjectStore"),
+                           .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
+            path: "Sources/shapes-bench"
+        ),
         .executableTarget(
             name: "MigrationBenchmarks",
             dependencies: [

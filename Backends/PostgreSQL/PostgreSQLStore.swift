@@ -303,3 +303,6 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
     }
 }
+
+/// A to-many whose inverse is a to-one is read from that to-one's column (docs/postgresql-layout.md).
+extension PostgreSQLStore: ForeignKeyRelationships {}

@@ -360,3 +360,6 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         }
     }
 }
+
+/// A to-many whose inverse is a to-one is that to-one's foreign key (Core Data's layout).
+extension SQLiteStore: ForeignKeyRelationships {}

@@ -31,8 +31,10 @@ public final class MigrationContext {
     /// To-one relationship mappings written with the objects in phase 1 (destination name, source name),
     /// by mapping: their targets keep their keys, so the destination key is known before the target exists.
     private var phaseOneRelationships: [String: [(destination: String, source: String)]] = [:]
-    /// Mappings whose every relationship is written in phase 1: phase 2 has nothing left to do for them.
+    /// Mappings whose every relationship is written in phase 1, or by the other side: phase 2 has nothing left to do for them.
     private(set) var relationshipsDoneInPhaseOne: Set<String> = []
+    /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:)``).
+    private var notInPhaseTwo: [String: Set<String>] = [:]
     /// Destination entities some object was inserted into one record at a time (by a policy
     /// or an uncompiled mapping): their attributes were not checked in phase 1.
     private(set) var insertedOneByOne: Set<String> = []
@@ -74,7 +76,6 @@ public final class MigrationContext {
                 direct.append((name, path))
             }
             phaseOneRelationships[m.name] = direct
-            if direct.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
         }
     }
 
@@ -100,6 +101,67 @@ public final class MigrationContext {
             }
         }
         return true
+    }
+
+    /// Decides what phase 2 of the implicit mappings leaves out, because it is written already or
+    /// will be from the other side:
+    /// - a to-one written in phase 1;
+    /// - an unordered to-many whose inverse is a to-one every mapping of the other side wrote in
+    ///   phase 1, when the destination reads such a to-many from the to-one (`foreignKeys`:
+    ///   ``ForeignKeyRelationships``);
+    /// - one side of an unordered many-to-many whose other side every mapping there writes from the
+    ///   source's inverse: the side with fewer objects (the longer lists), so each list written is
+    ///   short and memory stays flat; the store completes the side left out.
+    func planPhaseTwo(foreignKeys: Bool) throws {
+        /// Implicit mappings whose objects are of `entity` (or a sub-entity), and whether every
+        /// mapping into that entity is implicit.
+        func mappings(into entity: String) -> [EntityMapping]? {
+            let into = mappingModel.entityMappings.filter { m in
+                m.kind != .remove && m.kind != .add && m.destinationEntity.flatMap { destinationModel.entity(named: $0) }?.isKind(of: entity) == true
+            }
+            return into.allSatisfy { implicit.contains($0.name) } ? into : nil
+        }
+        /// The entity where `name` is declared, above every entity that inherits it.
+        func declaring(_ entity: EntityDescription, _ name: String) -> String {
+            var current = entity
+            while let parent = current.parent.flatMap({ destinationModel.entity(named: $0) }), parent.relationshipsByName[name] != nil { current = parent }
+            return current.name
+        }
+        var owners: [String: Int] = [:]
+        func objects(_ entity: String) throws -> Int {
+            if let known = owners[entity] { return known }
+            let count = try (mappings(into: entity) ?? []).reduce(0) { sum, m in try sum + sourceStore.objectCount(exactly: m.sourceEntity!) }
+            owners[entity] = count
+            return count
+        }
+        for m in mappingModel.entityMappings where implicit.contains(m.name) {
+            guard let s = m.sourceEntity, let d = m.destinationEntity, let source = sourceModel.entity(named: s),
+                  let destination = destinationModel.entity(named: d) else { continue }
+            var left = Set(phaseOneRelationships[m.name, default: []].map(\.destination))
+            for (name, expression) in m.relationshipMappings where !left.contains(name) {
+                guard case .source(let path) = expression, !path.contains("."),
+                      let relationship = destination.relationshipsByName[name], relationship.isToMany, !relationship.isOrdered,
+                      let inverseName = relationship.inverse, let target = destinationModel.entity(named: relationship.destination),
+                      let inverse = target.relationshipsByName[inverseName],
+                      let sourceInverse = source.relationshipsByName[path]?.inverse,
+                      let others = mappings(into: relationship.destination), !others.isEmpty else { continue }
+                if !inverse.isToMany {
+                    if foreignKeys, others.allSatisfy({ o in phaseOneRelationships[o.name]?.contains { $0 == (inverseName, sourceInverse) } == true }) {
+                        left.insert(name)
+                    }
+                    continue
+                }
+                guard !inverse.isOrdered, others.allSatisfy({ o in
+                    if case .source(sourceInverse)? = o.relationshipMappings[inverseName] { true } else { false }
+                }) else { continue }
+                let mine = declaring(destination, name), theirs = declaring(target, inverseName)
+                guard (mine, name) != (theirs, inverseName) else { continue }   // a relationship that is its own inverse
+                let (here, there) = (try objects(mine), try objects(theirs))
+                if here < there || (here == there && (mine, name) > (theirs, inverseName)) { left.insert(name) }
+            }
+            notInPhaseTwo[m.name] = left
+            if left.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
+        }
     }
 
     /// Whether the mapping's objects keep their keys, every source object mapped once,
@@ -273,7 +335,8 @@ public final class MigrationContext {
         -> [(name: String, targets: [ObjectKey], orderKeys: [Int64]?)] {
         guard let entity = destinationModel.entity(named: destination.entity) else { return [] }
         var result: [(name: String, targets: [ObjectKey], orderKeys: [Int64]?)] = []
-        for (name, expression) in mapping.relationshipMappings.sorted(by: { $0.key < $1.key }) {
+        let leftOut = notInPhaseTwo[mapping.name] ?? []
+        for (name, expression) in mapping.relationshipMappings.sorted(by: { $0.key < $1.key }) where !leftOut.contains(name) {
             guard let relationship = entity.relationshipsByName[name], !relationship.isTransient else {
                 throw MigrationError(.invalidMapping, "\(destination.entity) has no stored relationship named \(name)", mapping: mapping.name)
             }

@@ -277,8 +277,11 @@ public final class MigrationManager: Sendable {
                 for phase in [MigrationError.Phase.createObjects, .createRelationships] {
                     report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: done))
                 }
-                if let d = m.destinationEntity, let entity = destinationModel.entity(named: d), !ObjectValidator.hasAttributeRules(entity) {
+                guard let d = m.destinationEntity, attributeFailures[d] == nil, let entity = destinationModel.entity(named: d) else { continue }
+                if !ObjectValidator.hasAttributeRules(entity) {
                     attributeFailures[d] = []
+                } else if let narrowed = try step(m, .validate, nil, { try narrowedFailures(entity, in: destination) }) {
+                    attributeFailures[d] = narrowed
                 }
             }
             return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures, counts: copied)
@@ -295,7 +298,11 @@ public final class MigrationManager: Sendable {
             }
             try step(m, .createObjects, nil) { try policy.endInstanceCreation(m, context: context); try context.flush() }
         }
-        // Phase 2 (for mappings whose relationships were not all written with their objects).
+        // Phase 2 (for mappings whose relationships were not all written with their objects, or are not
+        // written from their other side).
+        if let first = mappings.first {
+            try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships) }
+        }
         for m in mappings {
             if context.relationshipsDoneInPhaseOne.contains(m.name) {
                 if let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false {
@@ -313,6 +320,26 @@ public final class MigrationManager: Sendable {
             try step(m, .createRelationships, nil) { try policy.endRelationshipCreation(m, context: context); try context.flush() }
         }
         return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+    }
+
+    /// The attribute rules `entity`'s objects break, read only from the objects the destination
+    /// says may break one (``RuleNarrowing``); nil when it cannot say.
+    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore) throws -> [ValidationFailure]? {
+        guard let narrowing = destination as? any RuleNarrowing else { return nil }
+        var failures: [ValidationFailure] = []
+        var after: Int64?
+        while true {
+            guard let page = try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize) else { return nil }
+            for record in page {
+                for attribute in entity.layout.attributes {
+                    for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
+                        failures.append(ValidationFailure(objectID: destination.objectID(for: record.key), property: attribute.name, rule: rule, message: message))
+                    }
+                }
+            }
+            guard page.count == batchSize, let last = page.last else { return failures }
+            after = last.key.primaryKey
+        }
     }
 
     /// Phases 1 and 2 by the destination itself (``BulkCopying``), when every mapping moves

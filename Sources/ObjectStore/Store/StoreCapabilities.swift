@@ -28,6 +28,21 @@ public protocol BulkCopying: PersistentStore {
     func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int]
 }
 
+/// A store that keeps a to-many relationship whose inverse is a to-one as that to-one alone (a
+/// foreign key, as SQLite and PostgreSQL do): writing the to-one writes both sides, even when it
+/// was written before its target existed. A migration then writes such a pair once.
+public protocol ForeignKeyRelationships: PersistentStore {}
+
+/// A store that finds, where the data is, the objects that may break an entity's attribute
+/// rules (required, bounds, lengths): a migration's phase 3 then reads only those, and checks
+/// them exactly with ``ObjectValidator``, instead of reading every object (SQLite adopts it).
+public protocol RuleNarrowing: PersistentStore {
+    /// Up to `limit` objects of exactly `entity`, in key order after `primaryKey`, among which are
+    /// all that break one of its attribute rules (the store may give more: the caller checks each);
+    /// nil when the store cannot narrow the entity's rules (a pattern, say).
+    func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]?
+}
+
 /// A store that counts an entity's objects without reading them (LMDB from `mdb_stat`,
 /// the in-memory tables from their size). The migration manager takes its progress totals
 /// from it when a store adopts it; SQLite does not (`count(*)` walks the table).

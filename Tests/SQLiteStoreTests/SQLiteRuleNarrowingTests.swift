@@ -1,0 +1,70 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import ObjectStoreTesting
+import SQLiteStore
+import Testing
+import TestSupport
+
+/// The objects SQLite says may break an entity's rules include every one that does, as Swift's
+/// validator finds them reading every object.
+@Suite("SQLite narrows rule checks to the rows that may break them")
+struct SQLiteRuleNarrowingTests {
+    static let model = try! ManagedObjectModel {
+        Entity("Item", abstract: true) {
+            Attribute("name", .string, optional: false, validation: ValidationRules(minLength: 2, maxLength: 5))
+        }
+        Entity("Part", parent: "Item") {
+            Attribute("count", .integer32, validation: ValidationRules(minValue: .integer(1), maxValue: .integer(9)))
+            Attribute("weight", .double, validation: ValidationRules(minValue: .double(0.5)))
+            Attribute("made", .date, validation: ValidationRules(maxValue: .date(Date(timeIntervalSinceReferenceDate: 1_000))))
+            Attribute("blob", .binaryData, validation: ValidationRules(maxLength: 3))
+            Attribute("free", .string)
+        }
+        Entity("Coded") {
+            Attribute("code", .string, validation: ValidationRules(pattern: "[a-z]+"))
+        }
+    }
+
+    @Test("every rule a row breaks is found from the narrowed rows alone; rows SQLite cannot judge (combining marks, CR LF) are given; a pattern is not narrowed")
+    func narrowed() throws {
+        let folder = try TemporaryFolder()
+        let store = try SQLiteStoreType().open(at: folder.url.appending(path: "s.sqlite"), model: Self.model, options: StoreOptions())
+        defer { try? store.close() }
+        let names: [Value?] = [.string("ok"), .string("a"), .string("toolong"), nil, .string("e\u{301}"), .string("\r\n"), .string("ab\r\ncd"),
+                               .string("héllo"), .string("日本"), .string("okay")]
+        var records: [ObjectRecord] = []
+        for (i, name) in names.enumerated() {
+            var attributes: [String: Value] = ["free": .string("x\u{301}")]
+            if let name { attributes["name"] = name }
+            attributes["count"] = .integer([5, 0, 10, 1, 9][i % 5])
+            attributes["weight"] = .double([0.5, 0.49, 7][i % 3])
+            attributes["made"] = .date(Date(timeIntervalSinceReferenceDate: [999, 1_000, 1_000.5][i % 3]))
+            attributes["blob"] = .data(Data(repeating: 1, count: [3, 4][i % 2]))
+            records.append(ObjectRecord(key: ObjectKey("Part", Int64(i + 1)), attributes: attributes))
+        }
+        _ = try store.allocatePrimaryKeys(entity: "Item", count: records.count)
+        try store.bulkInsert(records, checkingReferences: true)
+        let entity = try #require(Self.model.entity(named: "Part"))
+        let narrowing = try #require(store as? any RuleNarrowing)
+
+        // The oracle: every object read and checked in Swift.
+        let broken = Set(try store.fetch(FetchRequest(entity: "Part")).filter { record in
+            entity.layout.attributes.contains { !ObjectValidator.check($0, record.attributes[$0.name]).isEmpty }
+        }.map(\.key))
+        var given: [ObjectKey] = []
+        var after: Int64?
+        while let page = try narrowing.objectsThatMayBreakRules(of: "Part", after: after, limit: 3), !page.isEmpty {
+            given += page.map(\.key)
+            after = page.last!.key.primaryKey
+        }
+        #expect(Set(given).isSuperset(of: broken))
+        #expect(given == given.sorted { $0.primaryKey < $1.primaryKey } && Set(given).count == given.count)
+        #expect(broken.contains(ObjectKey("Part", 5)) && broken.contains(ObjectKey("Part", 6)), "one character each, below the minimum 2")
+        #expect(!broken.isEmpty && broken.count < records.count)
+        // A row that breaks nothing is not given, whatever its attributes without rules hold.
+        #expect(!broken.contains(ObjectKey("Part", 1)) && !given.contains(ObjectKey("Part", 1)))
+        // A rule SQL cannot judge leaves the entity to be read whole.
+        #expect(try narrowing.objectsThatMayBreakRules(of: "Coded", after: nil, limit: 10) == nil)
+    }
+}
