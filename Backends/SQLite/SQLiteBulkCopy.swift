@@ -69,12 +69,22 @@ extension SQLiteStore: BulkCopying {
             for (name, table) in schema.tables {
                 let quoted = quote(name)
                 let held = byTable[name] ?? []
-                if held.count <= 1, try declared(Self.attached, name) == declared("main", name) {
+                if try declared(Self.attached, name) == declared("main", name) {
+                    // The table whole, as SQLite copies a table of the same declaration into an empty
+                    // one (its records as they are), then out again the rows of entities not copied.
                     try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
-                    guard let entity = held.first else { continue }
+                    guard !held.isEmpty else { continue }
                     let copied = connection.changes
-                    try connection.statement("DELETE FROM main.\(quoted) WHERE Z_ENT IS NOT ?1").run([.integer(Int64(entity.number))])
-                    counts[entity.name] = copied - connection.changes
+                    let numbers = held.map { String($0.number) }.joined(separator: ",")
+                    try connection.execute("DELETE FROM main.\(quoted) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(numbers))")
+                    if held.count == 1 {
+                        counts[held[0].name] = copied - connection.changes
+                    } else {
+                        let byNumber = Dictionary(uniqueKeysWithValues: held.map { ($0.number, $0.name) })
+                        for entity in held { counts[entity.name] = 0 }
+                        let grouped = try connection.statement("SELECT Z_ENT, count(*) FROM main.\(quoted) GROUP BY Z_ENT").rows { ($0.int64(0), $0.int64(1)) }
+                        for (number, count) in grouped { if let entity = byNumber[Int(number)] { counts[entity] = Int(count) } }
+                    }
                     continue
                 }
                 let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")

@@ -391,10 +391,10 @@ struct SQLiteWriter {
             }
             let number = Int64(schema.entities[owner.entity]!.number)
             let set = "\(quote(column)) = ?1" + (entity.map { ", \(quote($0)) = ?4" } ?? "") + (order.map { ", \(quote($0)) = ?3" } ?? "")
-            let statement = "UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2"
+            let statement = try connection.statement("UPDATE \(quote(table)) SET \(set) WHERE Z_PK = ?2")
             let width = entity != nil ? 4 : (order != nil ? 3 : 2)
             for (i, member) in members.enumerated() {
-                try connection.statement(statement).run(Array([pk, .integer(member.primaryKey), .integer(orderKeys[i]), .integer(number)].prefix(width)))
+                try statement.run(Array([pk, .integer(member.primaryKey), .integer(orderKeys[i]), .integer(number)].prefix(width)))
             }
         case .hiddenForeignKey(let table, let column, let order):
             try connection.statement("UPDATE \(quote(table)) SET \(quote(column)) = NULL\(order.map { ", \(quote($0)) = NULL" } ?? "") WHERE \(quote(column)) = ?1").run([pk])
@@ -420,21 +420,23 @@ struct SQLiteWriter {
                case .join(_, let inverseOwn, let inverseOther, _, _, _)? = schema.entities[relationship.destination]?.toMany[name] {
                 mirrored = inverseOwn == own && inverseOther == other
             }
-            let delete = "DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2"
+            let delete = try connection.statement("DELETE FROM \(quote(table)) WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2")
             for gone in existing.subtracting(wanted) {
-                try connection.statement(delete).run([pk, .integer(gone)])
-                if mirrored { try connection.statement(delete).run([.integer(gone), pk]) }
+                try delete.run([pk, .integer(gone)])
+                if mirrored { try delete.run([.integer(gone), pk]) }
             }
-            for added in members.map(\.primaryKey) where !existing.contains(added) {
-                try connection.statement("INSERT INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)").run([pk, .integer(added)])
-                if mirrored {
-                    try connection.statement("INSERT OR IGNORE INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)").run([.integer(added), pk])
-                }
-            }
-            if let order {
-                for (i, member) in members.enumerated() {
-                    try connection.statement("UPDATE \(quote(table)) SET \(quote(order)) = ?3 WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2")
-                        .run([pk, .integer(member.primaryKey), .integer(orderKeys[i])])
+            // New members come with their order keys; members already there get theirs when they changed.
+            let columns = "\(quote(own)), \(quote(other))" + (order.map { ", \(quote($0))" } ?? "")
+            let insert = try connection.statement("INSERT INTO \(quote(table)) (\(columns)) VALUES (?1, ?2\(order == nil ? "" : ", ?3"))")
+            let mirror = mirrored ? try connection.statement("INSERT OR IGNORE INTO \(quote(table)) (\(quote(own)), \(quote(other))) VALUES (?1, ?2)") : nil
+            let reorder = try order.map { try connection.statement("UPDATE \(quote(table)) SET \(quote($0)) = ?3 WHERE \(quote(own)) = ?1 AND \(quote(other)) = ?2 AND \(quote($0)) IS NOT ?3") }
+            for (i, member) in members.enumerated() {
+                let values: [SQLValue] = [pk, .integer(member.primaryKey), .integer(orderKeys[i])]
+                if existing.contains(member.primaryKey) {
+                    try reorder?.run(values)
+                } else {
+                    try insert.run(order == nil ? Array(values.prefix(2)) : values)
+                    try mirror?.run([.integer(member.primaryKey), pk])
                 }
             }
         }

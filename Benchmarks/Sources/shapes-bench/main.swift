@@ -22,6 +22,7 @@ import SQLiteStore
 //
 // shapes-bench report [small objects] [large objects] [objectstore binary]
 // shapes-bench build <objects> <path>
+// shapes-bench floors <source>                (the two C floors of one source store)
 // shapes-bench peak <source> <destination>     (one conversion in this process; prints VmHWM bytes)
 
 SQLiteStore.register()
@@ -61,7 +62,12 @@ let model = try ManagedObjectModel(versionIdentifiers: ["shapes-bench"]) {
 
 let words = ["river", "stone", "light", "garden", "winter", "silver", "harbour", "quiet", "empire", "letters", "north", "orchard"]
 func phrase(_ seed: Int64, _ count: Int) -> String {
-    (0..<count).map { words[Int((seed &* 2_654_435_761 &+ Int64($0) &* 40_503) % Int64(words.count)).magnitude % words.count] }.joined(separator: " ")
+    var parts: [String] = []
+    for i in 0..<Int64(count) {
+        let mixed: Int64 = seed &* 2_654_435_761 &+ i &* 40_503
+        parts.append(words[Int(mixed.magnitude % UInt64(words.count))])
+    }
+    return parts.joined(separator: " ")
 }
 
 /// `objects` objects: 90 % publications (a fifth of them textbooks), then authors, libraries and 100 tags.
@@ -168,6 +174,42 @@ try FileManager.default.createDirectory(at: folder, withIntermediateDirectories:
 switch arguments.dropFirst().first {
 case "build":
     try build(URL(filePath: arguments[3]), objects: Int(arguments[2])!)
+case "floors":
+    let source = URL(filePath: arguments[2])
+    let attach = median(try (0..<3).map { _ in try floor(attach: true, from: source, to: folder.appending(path: "floor.sqlite")) })
+    let loop = median(try (0..<3).map { _ in try floor(attach: false, from: source, to: folder.appending(path: "floor.sqlite")) })
+    print(String(format: "ATTACH %.3f s, C loop %.3f s", attach, loop))
+case "trace":
+    // What `objectstore convert` does, step by step, with the seconds each takes.
+    let source = URL(filePath: arguments[2]), destination = URL(filePath: arguments[3])
+    let type = { (url: URL) in url.pathExtension == "lmdb" ? LMDBStoreType() as any StoreType : SQLiteStoreType() }
+    try? type(destination).destroy(at: destination)
+    final class Clock: @unchecked Sendable {   // one thread: the migration's
+        var last = DispatchTime.now().uptimeNanoseconds
+        func mark(_ what: String) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            FileHandle.standardError.write(Data(String(format: "%8.3f s  %@\n", Double(now - last) / 1e9, what).utf8))
+            last = now
+        }
+    }
+    let clock = Clock()
+    let mark = clock.mark
+    let opened = try type(source).open(at: source, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+    let snapshot = try opened.snapshot()
+    mark("open and snapshot")
+    if let checking = snapshot as? any IntegrityChecking { _ = try checking.rowsNoReadSees(limit: 1) }
+    mark("rows no read sees")
+    final class Phase: @unchecked Sendable { var label = "" }
+    let phase = Phase()
+    let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
+                                   usesBulkCopy: !arguments.contains("--no-bulk-copy")) { p in
+        let label = "\(p.mapping) \(p.phase.rawValue)"
+        if label != phase.label { clock.mark("→ " + label); phase.label = label }
+    }
+    _ = try manager.migrateStore(from: snapshot, to: destination, type: type(destination))
+    mark("the rest of the migration (metadata, close)")
+    for entity in model.entityDescriptions where !entity.isAbstract { _ = try snapshot.objectCount(exactly: entity.name) }
+    mark("source counts")
 case "peak":
     let source = URL(filePath: arguments[2]), destination = URL(filePath: arguments[3])
     let type = { (url: URL) in url.pathExtension == "lmdb" ? LMDBStoreType() as any StoreType : SQLiteStoreType() }

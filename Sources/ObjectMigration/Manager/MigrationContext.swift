@@ -25,6 +25,8 @@ public final class MigrationContext {
     private var bySourceEntity: [String: [EntityMapping]] = [:]
     private var pendingInserts: [ObjectRecord] = []
     private var pendingUpdates: [ObjectKey: ObjectUpdate] = [:]
+    /// How many objects the to-many lists of ``pendingUpdates`` name: they are written when it reaches 10 × the batch size.
+    private var pendingMembers = 0
     private var updateOrder: [ObjectKey] = []
     private var reserved: [String: ClosedRange<Int64>] = [:]
     private var pendingHasReferences = false
@@ -110,8 +112,9 @@ public final class MigrationContext {
     ///   phase 1, when the destination reads such a to-many from the to-one (`foreignKeys`:
     ///   ``ForeignKeyRelationships``);
     /// - one side of an unordered many-to-many whose other side every mapping there writes from the
-    ///   source's inverse: the side with fewer objects (the longer lists), so each list written is
-    ///   short and memory stays flat; the store completes the side left out.
+    ///   source's inverse: the side with more objects (the shorter lists). The side written has the
+    ///   fewest owners, so the fewest reads and writes; the store completes the side left out, and
+    ///   ``setRelationship(_:of:to:orderKeys:)`` writes when the lists it holds grow long.
     func planPhaseTwo(foreignKeys: Bool) throws {
         /// Implicit mappings whose objects are of `entity` (or a sub-entity), and whether every
         /// mapping into that entity is implicit.
@@ -157,7 +160,7 @@ public final class MigrationContext {
                 let mine = declaring(destination, name), theirs = declaring(target, inverseName)
                 guard (mine, name) != (theirs, inverseName) else { continue }   // a relationship that is its own inverse
                 let (here, there) = (try objects(mine), try objects(theirs))
-                if here < there || (here == there && (mine, name) > (theirs, inverseName)) { left.insert(name) }
+                if here > there || (here == there && (mine, name) > (theirs, inverseName)) { left.insert(name) }
             }
             notInPhaseTwo[m.name] = left
             if left.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
@@ -381,10 +384,11 @@ public final class MigrationContext {
         if relationship.isToMany {
             pendingUpdates[destination]!.toMany[name] = targets
             pendingUpdates[destination]!.orderKeys[name] = relationship.isOrdered ? orderKeys : nil
+            pendingMembers += targets.count
         } else {
             pendingUpdates[destination]!.toOne[name] = .some(targets.first)
         }
-        if pendingUpdates.count >= batchSize { try flush() }
+        if pendingUpdates.count >= batchSize || pendingMembers >= 10 * batchSize { try flush() }
     }
 
     /// Writes what is buffered.
@@ -400,6 +404,7 @@ public final class MigrationContext {
             try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true))
             pendingUpdates.removeAll(keepingCapacity: true)
             updateOrder.removeAll(keepingCapacity: true)
+            pendingMembers = 0
         }
     }
 
