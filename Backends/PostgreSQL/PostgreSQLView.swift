@@ -56,7 +56,7 @@ struct PostgreSQLView: RowSource {
     }
 
     /// The members of one to-many side, in order for an ordered one, with the order keys it keeps
-    /// (a member without one, or with one not above the last, numbered on from the last).
+    /// (``OrderedMembers/append(_:orderKey:)``).
     func members(of key: ObjectKey, _ storage: PostgreSQLLayout.ToMany) throws -> OrderedMembers {
         let rows: PGRows
         switch storage {
@@ -73,12 +73,7 @@ struct PostgreSQLView: RowSource {
         var members = OrderedMembers(keys: [], orderKeys: [])
         for r in 0..<rows.count {
             guard let pk = rows.int64(r, 0), let entity = rows.text(r, 1) else { continue }
-            members.keys.append(ObjectKey(entity, pk))
-            if let number = rows.int64(r, 2), number > members.orderKeys.last ?? .min {
-                members.orderKeys.append(number)
-            } else {
-                members.orderKeys.append((members.orderKeys.last ?? 0) + 1)
-            }
+            members.append(ObjectKey(entity, pk), orderKey: rows.int64(r, 2))
         }
         return members
     }

@@ -217,7 +217,7 @@ final class SQLiteReader {
     }
 
     /// The members of a relationship, with the order keys of an ordered to-many as its order
-    /// column holds them (a member without one, added from the other side, comes last, numbered on).
+    /// column holds them (``OrderedMembers/append(_:orderKey:)``).
     func orderedMembers(of key: ObjectKey, relationship name: String) throws -> OrderedMembers {
         let entity = try self.entity(key.entity)
         guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name] else {
@@ -238,15 +238,12 @@ final class SQLiteReader {
                 + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j.\(quote($0)) IS NULL, j.\(quote($0)), " } ?? "")j.\(quote(other))"
             rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
         }
-        var keys: [ObjectKey] = [], orderKeys: [Int64] = []
+        var members = OrderedMembers(keys: [], orderKeys: [])
         for (pk, number, order) in rows {
             guard let entity = schema.byNumber[Int(number)] else { continue }
-            keys.append(ObjectKey(entity, pk))
-            // A missing number, or one not above the last, is numbered on from the last: the keys stay ascending.
-            if let order, order > orderKeys.last ?? .min { orderKeys.append(order) } else { orderKeys.append((orderKeys.last ?? 0) + 1) }
+            members.append(ObjectKey(entity, pk), orderKey: order)
         }
-        guard relationship.isOrdered else { return OrderedMembers(keys.sorted()) }
-        return OrderedMembers(keys: keys, orderKeys: orderKeys)
+        return relationship.isOrdered ? members : OrderedMembers(members.keys.sorted())
     }
 
     func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {

@@ -161,4 +161,12 @@ public struct OrderedMembers: Sendable, Hashable {
     public init(_ keys: [ObjectKey]) {
         self.init(keys: keys, orderKeys: OrderKeys.positions(keys.count))
     }
+
+    /// Adds a member as a store reads it, with the order key it keeps: a member without one (added
+    /// from the other side), or with one not above the last, is numbered on from the last, so the
+    /// keys stay ascending.
+    public mutating func append(_ key: ObjectKey, orderKey: Int64?) {
+        keys.append(key)
+        if let orderKey, orderKey > orderKeys.last ?? .min { orderKeys.append(orderKey) } else { orderKeys.append((orderKeys.last ?? 0) + 1) }
+    }
 }
