@@ -246,6 +246,48 @@ final class SQLiteReader {
         return relationship.isOrdered ? members : OrderedMembers(members.keys.sorted())
     }
 
+    /// ``orderedMembers(of:relationship:)`` of many owners: one statement per entity and 500 owners
+    /// for a to-many, the owners' rows read once for a to-one.
+    func orderedMembers(of keys: [ObjectKey], relationship name: String) throws -> [OrderedMembers] {
+        var found: [ObjectKey: OrderedMembers] = [:]
+        for (entityName, owners) in Dictionary(grouping: keys, by: \.entity) {
+            let entity = try self.entity(entityName)
+            guard let relationship = model.entity(named: entityName)?.relationshipsByName[name] else {
+                throw StoreError(.invalidFetch, "\(entityName) has no relationship named \(name)")
+            }
+            guard relationship.isToMany, let storage = entity.toMany[name] else {
+                for owner in owners { found[owner] = try orderedMembers(of: owner, relationship: name) }
+                continue
+            }
+            for start in stride(from: 0, to: owners.count, by: 500) {
+                let chunk = owners[start..<min(owners.count, start + 500)]
+                // Bound, so every full chunk runs one prepared statement.
+                let list = (1...chunk.count).map { "?\($0)" }.joined(separator: ",")
+                let sql: String
+                switch storage {
+                case .inverseForeignKey(let table, let column, _, let order), .hiddenForeignKey(let table, let column, let order):
+                    sql = "SELECT \(quote(column)), Z_PK, Z_ENT, \(order.map(quote) ?? "NULL") FROM \(quote(table)) WHERE \(quote(column)) IN (\(list)) "
+                        + "ORDER BY \(quote(column)), \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
+                case .join(let table, let own, let other, let order, _, let otherTable):
+                    sql = "SELECT j.\(quote(own)), j.\(quote(other)), t.Z_ENT, \(order.map { "j.\(quote($0))" } ?? "NULL") FROM \(quote(table)) j "
+                        + "JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) WHERE j.\(quote(own)) IN (\(list)) "
+                        + "ORDER BY j.\(quote(own)), \(order.map { "j.\(quote($0)) IS NULL, j.\(quote($0)), " } ?? "")j.\(quote(other))"
+                }
+                var lists: [Int64: OrderedMembers] = [:]
+                let rows = try connection.statement(sql).rows(chunk.map { .integer($0.primaryKey) }) { ($0.int64(0), $0.int64(1), $0.int64(2), $0.optionalInt64(3)) }
+                for (owner, pk, number, order) in rows {
+                    guard let member = schema.byNumber[Int(number)] else { continue }
+                    lists[owner, default: OrderedMembers([])].append(ObjectKey(member, pk), orderKey: order)
+                }
+                for owner in chunk {
+                    let members = lists[owner.primaryKey] ?? OrderedMembers([])
+                    found[owner] = relationship.isOrdered ? members : OrderedMembers(members.keys.sorted())
+                }
+            }
+        }
+        return keys.map { found[$0] ?? OrderedMembers([]) }
+    }
+
     func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         let entity = try self.entity(name)
         return try records(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",

@@ -196,6 +196,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try withReader { try $0.orderedMembers(of: key, relationship: relationship) }
     }
 
+    public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
+        try withReader { try $0.orderedMembers(of: keys, relationship: relationship) }
+    }
+
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try withReader { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
     }

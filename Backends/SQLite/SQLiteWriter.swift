@@ -71,7 +71,7 @@ struct SQLiteWriter {
             }
         }
         for (root, last) in lastKeys { try moveKeyCounter(root, past: last) }
-        if checkingReferences { try verifyTargets(changes) }
+        if checkingReferences && changes.checksReferences { try verifyTargets(changes) }
     }
 
     /// Applies `changes` with the rows of the batches `nextBatch` hands out inserted as well (see

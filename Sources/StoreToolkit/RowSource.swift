@@ -51,6 +51,7 @@ extension RowSource {
     /// inserted key in use in its hierarchy, every target existing after the change (when
     /// `checkingReferences`), every updated or deleted object existing at the version expected.
     public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
+        let checkingReferences = checkingReferences && changes.checksReferences
         try changes.checkVersions(storeID: storeID) { try row($0)?.version }
         try changes.checkShape(model: model)
         let deleted = Set(changes.deleted.map(\.key))

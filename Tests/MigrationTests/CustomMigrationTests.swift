@@ -128,6 +128,31 @@ struct CustomMigrationTests {
         #expect(addresses.first { $0["resident"] as? String == people[0]["_id"] as? String }?["city"] as? String == "London")
     }
 
+    @Test("a policy that names an object no mapping made is refused, naming it: only the mapping's own targets skip the store's lookups",
+          arguments: ["sqlite", "lmdb", "memory"])
+    func policyNamesNothing(_ backend: String) throws {
+        struct Dangling: EntityMigrationPolicy {
+            func createRelationships(forDestination destination: ObjectKey, source: ObjectRecord, mapping: EntityMapping,
+                                     context: MigrationContext) throws {
+                try context.setRelationship("address", of: destination, to: [ObjectKey("Address", 999)])
+            }
+        }
+        let v1 = model { Entity("Person") { Attribute("name", .string) } }
+        let v2 = model {
+            Entity("Person") { Attribute("name", .string); Relationship("address", to: "Address", inverse: "resident") }
+            Entity("Address") { Attribute("street", .string); Relationship("resident", to: "Person", inverse: "address") }
+        }
+        let policies = PolicyRegistry()
+        policies.register(Dangling(), named: "Dangling")
+        let mapping = MappingModel(entityMappings: [
+            EntityMapping(name: "PersonToPerson", kind: .custom, sourceEntity: "Person", destinationEntity: "Person", policyName: "Dangling"),
+        ])
+        let error = try #require(throws: MigrationError.self) {
+            _ = try migrate(v1, v2, mapping: mapping, data: #"{"Person": [{"_id": "a", "name": "Ada"}]}"#, to: backend, policies: policies)
+        }
+        #expect("\(error)".contains("Address/p999 does not exist"), "\(error)")
+    }
+
     @Test("expression parsing and the standard library")
     func functions() throws {
         let cases: [(String, Value?)] = [

@@ -27,6 +27,8 @@ public final class MigrationContext {
     private var pendingUpdates: [ObjectKey: ObjectUpdate] = [:]
     /// How many objects the to-many lists of ``pendingUpdates`` name: they are written when it reaches 10 × the batch size.
     private var pendingMembers = 0
+    /// Whether a pending change names objects a policy chose (the store then looks them up).
+    private var pendingNamesOthers = false
     private var updateOrder: [ObjectKey] = []
     private var reserved: [String: ClosedRange<Int64>] = [:]
     private var pendingHasReferences = false
@@ -37,6 +39,9 @@ public final class MigrationContext {
     private(set) var relationshipsDoneInPhaseOne: Set<String> = []
     /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:)``).
     private var notInPhaseTwo: [String: Set<String>] = [:]
+    /// The members of the source's to-many relationships that phase 2 of the current batch reads,
+    /// by relationship and source object (``prefetchRelationships(of:mapping:)``).
+    private var prefetched: [String: [ObjectKey: OrderedMembers]] = [:]
     /// Destination entities some object was inserted into one record at a time (by a policy
     /// or an uncompiled mapping): their attributes were not checked in phase 1.
     private(set) var insertedOneByOne: Set<String> = []
@@ -165,6 +170,28 @@ public final class MigrationContext {
             notInPhaseTwo[m.name] = left
             if left.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
         }
+    }
+
+    /// Reads, for a batch of source objects, the to-many relationships phase 2 copies from them as
+    /// they are (`$source.name`), one batch read per relationship instead of one per object
+    /// (``PersistentStore/orderedMembers(of:relationship:)-([ObjectKey],_)``); the next batch replaces them.
+    func prefetchRelationships(of records: [ObjectRecord], mapping m: EntityMapping) throws {
+        prefetched.removeAll(keepingCapacity: true)
+        guard !records.isEmpty, let s = m.sourceEntity, let source = sourceModel.entity(named: s) else { return }
+        let leftOut = notInPhaseTwo[m.name] ?? []
+        let keys = records.map(\.key)
+        for (name, expression) in m.relationshipMappings where !leftOut.contains(name) {
+            guard case .source(let path) = expression, !path.contains("."), prefetched[path] == nil,
+                  source.relationshipsByName[path]?.isToMany == true else { continue }
+            let members = try sourceStore.orderedMembers(of: keys, relationship: path)
+            prefetched[path] = Dictionary(uniqueKeysWithValues: zip(keys, members))
+        }
+    }
+
+    /// The members of a source object's to-many relationship: prefetched, or read now.
+    private func members(of key: ObjectKey, _ relationship: String) throws -> OrderedMembers {
+        if let members = prefetched[relationship]?[key] { return members }
+        return try sourceStore.orderedMembers(of: key, relationship: relationship)
     }
 
     /// Whether the mapping's objects keep their keys, every source object mapped once,
@@ -345,7 +372,7 @@ public final class MigrationContext {
             }
             if relationship.isOrdered, case .source(let path) = expression,
                sourceModel.entity(named: source.key.entity)?.relationshipsByName[path].map({ $0.isToMany && $0.isOrdered }) == true {
-                let members = try sourceStore.orderedMembers(of: source.key, relationship: path)
+                let members = try members(of: source.key, path)
                 let targets = members.keys.map { destinationKeys(for: $0) }
                 // Member for member, or the order keys cannot follow: numbered anew.
                 if targets.allSatisfy({ $0.count == 1 && destinationModel.entity(named: $0[0].entity)?.isKind(of: relationship.destination) == true }),
@@ -374,6 +401,13 @@ public final class MigrationContext {
     /// Sets a relationship of a destination object (phase 2); an ordered to-many may be given the
     /// order keys to keep (one ascending number per member, ``OrderKeys``), else it is numbered 1, 2, 3…
     public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]? = nil) throws {
+        try setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapped: false)
+    }
+
+    /// ``setRelationship(_:of:to:orderKeys:)``; `mapped`: the targets are what ``mappedLists(for:mapping:destination:)``
+    /// gave, objects this migration wrote, which the store need not look up when every pending change is such.
+    func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]?, mapped: Bool) throws {
+        if !mapped { pendingNamesOthers = true }
         guard let relationship = destinationModel.entity(named: destination.entity)?.relationshipsByName[name] else {
             throw MigrationError(.invalidMapping, "\(destination.entity) has no relationship named \(name)")
         }
@@ -401,10 +435,13 @@ public final class MigrationContext {
         }
         if !pendingUpdates.isEmpty {
             // Relationships of objects this migration made: they stay at their first version.
-            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true))
+            // Targets the mapping gave are objects this migration wrote in phase 1: the store need not look
+            // them up, unless a policy named some itself.
+            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true, checksReferences: pendingNamesOthers))
             pendingUpdates.removeAll(keepingCapacity: true)
             updateOrder.removeAll(keepingCapacity: true)
             pendingMembers = 0
+            pendingNamesOthers = false
         }
     }
 
@@ -459,7 +496,7 @@ public final class MigrationContext {
                 throw MigrationError(.expression, "$source.\(path): \(entity.name) has no property named \(part)", sourceObject: source.key)
             }
             let keys = relationship.isToMany
-                ? try sourceStore.relatedKeys(of: record.key, relationship: part)
+                ? (i == 0 ? try members(of: record.key, part).keys : try sourceStore.relatedKeys(of: record.key, relationship: part))
                 : record.toOne[part].map { [$0] } ?? []
             if last { return .objects(keys) }
             guard !relationship.isToMany else {

@@ -203,6 +203,7 @@ public final class MigrationManager: Sendable {
         try forEachBatch(m, phase, context, read: { entity, after in
             try context.sourceStore.scan(entity: entity, after: after, limit: batchSize)
         }) { records in
+            if phase == .createRelationships { try step(m, phase, nil) { try context.prefetchRelationships(of: records, mapping: m) } }
             for record in records {
                 if let filter = m.sourceFilter {
                     let keep = try step(m, phase, record.key) {

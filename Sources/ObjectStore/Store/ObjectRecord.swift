@@ -97,15 +97,22 @@ public struct ChangeSet: Sendable, Hashable {
     /// Who makes the change, for the store's history (``StoreTransaction/author``); nil takes the
     /// store's ``StoreOptions/author``.
     public var author: String?
+    /// Whether the store looks up every object the change points to (true by default). False is
+    /// for a writer whose targets exist by construction, like a migration setting the relationships
+    /// of objects it has written in its second phase: the store may then skip the lookups (a target
+    /// that is not there is left out of the inverse sides it completes, and is a broken reference
+    /// `validate` reports). Everything else is checked as ever.
+    public var checksReferences: Bool
 
     /// Creates a change set.
     public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = [],
-                keepsVersions: Bool = false, author: String? = nil) {
+                keepsVersions: Bool = false, author: String? = nil, checksReferences: Bool = true) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.keepsVersions = keepsVersions
         self.author = author
+        self.checksReferences = checksReferences
     }
 
     /// Whether it changes nothing.

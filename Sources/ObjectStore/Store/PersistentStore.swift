@@ -41,6 +41,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// What ``relatedKeys(of:relationship:)`` gives, with the order keys an ordered to-many
     /// keeps (``OrderKeys``): a conversion writes the very numbers the source held.
     func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers
+    /// ``orderedMembers(of:relationship:)`` of many objects (of one hierarchy) at once, in the order
+    /// of `keys`: a store that can reads them in one statement per batch.
+    func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers]
     /// The next batch of a streaming scan: up to `limit` objects of exactly
     /// `entity` (no sub-entities) with primary keys above `primaryKey`, in
     /// ascending primary-key order. Memory stays bounded by the batch.
@@ -156,6 +159,11 @@ extension PersistentStore {
     /// For a store that keeps no order keys: the members numbered 1, 2, 3…
     public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
         OrderedMembers(try relatedKeys(of: key, relationship: relationship))
+    }
+
+    /// One object at a time.
+    public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
+        try keys.map { try orderedMembers(of: $0, relationship: relationship) }
     }
 
     /// Bridges to ``scan(entity:after:limit:)``: a backend that implements only the record forms keeps working.
