@@ -37,7 +37,7 @@ struct SQLiteWriter {
             lastKeys[root] = max(lastKeys[root] ?? 0, record.key.primaryKey)
         }
         // A bulk insert that does not check references completes nothing: its caller writes both sides.
-        let completing = checkingReferences
+        let completing = checkingReferences && changes.completesInverses
         if completing {
             for record in changes.inserted {
                 for (name, target) in record.toOne.sorted(by: { $0.key < $1.key }) {

@@ -143,7 +143,7 @@ extension RowSource {
             }
             rows.rows[update.key]!.apply(update, bumpingVersion: !changes.keepsVersions)
         }
-        if completing {
+        if completing && changes.completesInverses {
             let deleted = Set(changes.deleted.map(\.key))
             try completeInverses(changes.givenRelationships, before, &rows, model: model, deleted: deleted)
             rows.finish()

@@ -29,6 +29,10 @@ public final class MigrationContext {
     private var pendingMembers = 0
     /// Whether a pending change names objects a policy chose (the store then looks them up).
     private var pendingNamesOthers = false
+    /// Whether a pending change needs its inverse sides completed by the store (one not of a mapping in ``givesBothSides``).
+    private var pendingNeedsCompletion = false
+    /// Implicit mappings whose every relationship's other side is written from the source too (``planPhaseTwo(foreignKeys:)``).
+    private var givesBothSides: Set<String> = []
     private var updateOrder: [ObjectKey] = []
     private var reserved: [String: ClosedRange<Int64>] = [:]
     private var pendingHasReferences = false
@@ -111,15 +115,18 @@ public final class MigrationContext {
     }
 
     /// Decides what phase 2 of the implicit mappings leaves out, because it is written already or
-    /// will be from the other side:
-    /// - a to-one written in phase 1;
-    /// - an unordered to-many whose inverse is a to-one every mapping of the other side wrote in
-    ///   phase 1, when the destination reads such a to-many from the to-one (`foreignKeys`:
-    ///   ``ForeignKeyRelationships``);
-    /// - one side of an unordered many-to-many whose other side every mapping there writes from the
-    ///   source's inverse: the side with more objects (the shorter lists). The side written has the
-    ///   fewest owners, so the fewest reads and writes; the store completes the side left out, and
-    ///   ``setRelationship(_:of:to:orderKeys:)`` writes when the lists it holds grow long.
+    /// will be from the other side, and which mappings give both sides of everything they write:
+    /// - a to-one written in phase 1 is left out;
+    /// - where the destination reads a to-many whose inverse is a to-one from that to-one
+    ///   (`foreignKeys`: ``ForeignKeyRelationships``), such a to-many is left out when every mapping
+    ///   of the other side wrote the to-one in phase 1; and of an unordered many-to-many whose other
+    ///   side every mapping there writes from the source's inverse, the side with more objects (the
+    ///   shorter lists) is left out: the side written has the fewest owners, and the store completes
+    ///   the other;
+    /// - elsewhere (a store that keeps both sides in its rows) every side is written from the source,
+    ///   and a mapping whose every relationship's other side is written so too (in phase 1 or 2)
+    ///   saves without completing inverses (``ChangeSet/completesInverses``): each row is written
+    ///   once with its own lists, instead of once per member added to it.
     func planPhaseTwo(foreignKeys: Bool) throws {
         /// Implicit mappings whose objects are of `entity` (or a sub-entity), and whether every
         /// mapping into that entity is implicit.
@@ -146,28 +153,40 @@ public final class MigrationContext {
             guard let s = m.sourceEntity, let d = m.destinationEntity, let source = sourceModel.entity(named: s),
                   let destination = destinationModel.entity(named: d) else { continue }
             var left = Set(phaseOneRelationships[m.name, default: []].map(\.destination))
+            var bothSides = true
             for (name, expression) in m.relationshipMappings where !left.contains(name) {
                 guard case .source(let path) = expression, !path.contains("."),
-                      let relationship = destination.relationshipsByName[name], relationship.isToMany, !relationship.isOrdered,
-                      let inverseName = relationship.inverse, let target = destinationModel.entity(named: relationship.destination),
-                      let inverse = target.relationshipsByName[inverseName],
-                      let sourceInverse = source.relationshipsByName[path]?.inverse,
-                      let others = mappings(into: relationship.destination), !others.isEmpty else { continue }
-                if !inverse.isToMany {
-                    if foreignKeys, others.allSatisfy({ o in phaseOneRelationships[o.name]?.contains { $0 == (inverseName, sourceInverse) } == true }) {
-                        left.insert(name)
-                    }
+                      let relationship = destination.relationshipsByName[name], let sourceRelationship = source.relationshipsByName[path] else {
+                    bothSides = false
                     continue
                 }
-                guard !inverse.isOrdered, others.allSatisfy({ o in
-                    if case .source(sourceInverse)? = o.relationshipMappings[inverseName] { true } else { false }
-                }) else { continue }
+                // A relationship without an inverse has no other side.
+                guard let inverseName = relationship.inverse else { continue }
+                guard let target = destinationModel.entity(named: relationship.destination), let inverse = target.relationshipsByName[inverseName],
+                      let sourceInverse = sourceRelationship.inverse, let others = mappings(into: relationship.destination), !others.isEmpty else {
+                    bothSides = false
+                    continue
+                }
+                let inPhaseOne = others.allSatisfy { o in phaseOneRelationships[o.name]?.contains { $0 == (inverseName, sourceInverse) } == true }
+                let inPhaseTwo = others.allSatisfy { o in if case .source(sourceInverse)? = o.relationshipMappings[inverseName] { true } else { false } }
+                if !foreignKeys {
+                    // Every side is written from the source: the other one in phase 1, or in phase 2 by its own mappings.
+                    if !(inPhaseOne || inPhaseTwo) { bothSides = false }
+                    continue
+                }
+                guard relationship.isToMany, !relationship.isOrdered else { continue }
+                if !inverse.isToMany {
+                    if inPhaseOne { left.insert(name) }
+                    continue
+                }
+                guard !inverse.isOrdered, inPhaseTwo else { continue }
                 let mine = declaring(destination, name), theirs = declaring(target, inverseName)
                 guard (mine, name) != (theirs, inverseName) else { continue }   // a relationship that is its own inverse
                 let (here, there) = (try objects(mine), try objects(theirs))
                 if here > there || (here == there && (mine, name) > (theirs, inverseName)) { left.insert(name) }
             }
             notInPhaseTwo[m.name] = left
+            if !foreignKeys && bothSides { givesBothSides.insert(m.name) }
             if left.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
         }
     }
@@ -401,13 +420,15 @@ public final class MigrationContext {
     /// Sets a relationship of a destination object (phase 2); an ordered to-many may be given the
     /// order keys to keep (one ascending number per member, ``OrderKeys``), else it is numbered 1, 2, 3…
     public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]? = nil) throws {
-        try setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapped: false)
+        try setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapping: nil)
     }
 
-    /// ``setRelationship(_:of:to:orderKeys:)``; `mapped`: the targets are what ``mappedLists(for:mapping:destination:)``
-    /// gave, objects this migration wrote, which the store need not look up when every pending change is such.
-    func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]?, mapped: Bool) throws {
-        if !mapped { pendingNamesOthers = true }
+    /// ``setRelationship(_:of:to:orderKeys:)``; `mapping`: the mapping whose expressions gave the targets
+    /// (``mappedLists(for:mapping:destination:)``), objects this migration wrote, which the store need not
+    /// look up when every pending change is such; nil for targets a policy chose.
+    func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]?, mapping: EntityMapping?) throws {
+        if mapping == nil { pendingNamesOthers = true }
+        if !(mapping.map { givesBothSides.contains($0.name) } ?? false) { pendingNeedsCompletion = true }
         guard let relationship = destinationModel.entity(named: destination.entity)?.relationshipsByName[name] else {
             throw MigrationError(.invalidMapping, "\(destination.entity) has no relationship named \(name)")
         }
@@ -437,11 +458,13 @@ public final class MigrationContext {
             // Relationships of objects this migration made: they stay at their first version.
             // Targets the mapping gave are objects this migration wrote in phase 1: the store need not look
             // them up, unless a policy named some itself.
-            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true, checksReferences: pendingNamesOthers))
+            try destinationStore.save(ChangeSet(updated: updateOrder.map { pendingUpdates[$0]! }, keepsVersions: true,
+                                                checksReferences: pendingNamesOthers, completesInverses: pendingNeedsCompletion))
             pendingUpdates.removeAll(keepingCapacity: true)
             updateOrder.removeAll(keepingCapacity: true)
             pendingMembers = 0
             pendingNamesOthers = false
+            pendingNeedsCompletion = false
         }
     }
 

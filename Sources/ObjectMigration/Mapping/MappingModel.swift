@@ -216,7 +216,7 @@ extension EntityMigrationPolicy {
     public func createRelationships(forDestination destination: ObjectKey, source: ObjectRecord, mapping: EntityMapping,
                                     context: MigrationContext) throws {
         for (name, targets, orderKeys) in try context.mappedLists(for: source, mapping: mapping, destination: destination) {
-            try context.setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapped: true)
+            try context.setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapping: mapping)
         }
     }
 

@@ -103,16 +103,22 @@ public struct ChangeSet: Sendable, Hashable {
     /// that is not there is left out of the inverse sides it completes, and is a broken reference
     /// `validate` reports). Everything else is checked as ever.
     public var checksReferences: Bool
+    /// Whether the store completes the inverse side of every relationship the change gives (true by
+    /// default; see ``PersistentStore/save(_:)``). False is for a writer that gives both sides of
+    /// every relationship it sets, like a migration copying a consistent store: the store writes
+    /// what it is given and completes nothing, as a bulk insert that does not check references.
+    public var completesInverses: Bool
 
     /// Creates a change set.
     public init(inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = [], deleted: [ObjectDeletion] = [],
-                keepsVersions: Bool = false, author: String? = nil, checksReferences: Bool = true) {
+                keepsVersions: Bool = false, author: String? = nil, checksReferences: Bool = true, completesInverses: Bool = true) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.keepsVersions = keepsVersions
         self.author = author
         self.checksReferences = checksReferences
+        self.completesInverses = completesInverses
     }
 
     /// Whether it changes nothing.
