@@ -39,6 +39,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     let external: SQLiteExternalData
     /// Whether commits skip fsync until close (see ``StoreOptions/deferredDurability``).
     private let deferredDurability: Bool
+    /// The journal mode a new store made with deferred durability takes at close: until then it has
+    /// no journal (a migration's destination is thrown away unless it completes, so nothing is
+    /// rolled back), and every page is written once, not to the WAL and again at the checkpoint.
+    private let journalModeAtClose: String?
     /// Whether writes record history, and their default author.
     let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection stays in one read transaction until closed.
@@ -58,7 +62,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         let schema: SQLiteSchema
         let connection: SQLiteConnection
         let metadata: StoreMetadata
-        if FileManager.default.fileExists(atPath: url.path) {
+        let created = !FileManager.default.fileExists(atPath: url.path)
+        if !created {
             (connection, metadata) = try SQLiteStoreType.openExisting(url, readOnly: options.readOnly)
             do {
                 let compatibility = metadata.compatibility(with: model)
@@ -77,6 +82,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             schema = SQLiteSchema(model: model)
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
         }
+        journalModeAtClose = created && options.deferredDurability ? Self.journalMode(options) : nil
         self.schema = schema
         external = SQLiteExternalData(store: url, metadata: metadata)
         if !options.readOnly { try connection.execute(options.deferredDurability ? "PRAGMA synchronous = OFF" : "PRAGMA synchronous = NORMAL") }
@@ -101,6 +107,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         external = store.external
         isReadOnly = true
         deferredDurability = false
+        journalModeAtClose = nil
         historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
         let keepsWAL = try store.withReader { $0.connection.keepsWAL }
@@ -120,17 +127,23 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try SQLiteStore(snapshotOf: self, at: url!)
     }
 
+    /// The journal mode a new store is made with: the `journal_mode` setting, WAL by default.
+    private static func journalMode(_ options: StoreOptions) -> String {
+        options.settings["journal_mode"]?.uppercased() ?? "WAL"
+    }
+
     private static func create(_ url: URL, schema: SQLiteSchema, model: ManagedObjectModel,
                                options: StoreOptions) throws -> (SQLiteConnection, StoreMetadata) {
         let connection = try SQLiteConnection(path: url.path, readOnly: false, create: true)
         do {
-            let mode = options.settings["journal_mode"]?.uppercased() ?? "WAL"
+            let mode = journalMode(options)
             guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"].contains(mode) else {
                 throw StoreError(.invalidChange, "unknown journal_mode \(mode)", url: url)
             }
             // Incremental auto-vacuum, as Core Data's stores have it (set before the first table).
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            try connection.execute("PRAGMA journal_mode = \(mode)")
+            // With deferred durability, no journal until close (``journalModeAtClose``).
+            try connection.execute("PRAGMA journal_mode = \(options.deferredDurability ? "OFF" : mode)")
             var metadata = try StoreMetadata(storeType: coreDataStoreType, model: model)
             metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
             for (key, value) in SQLiteStoreType.coreDataKeys { metadata[key] = value }
@@ -340,6 +353,13 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             retireFiles([], current.connection)
             if deferredDurability {
                 try current.connection.execute("PRAGMA synchronous = FULL")
+                if let mode = journalModeAtClose {
+                    _ = try current.connection.statement("PRAGMA journal_mode = \(mode)").rows { $0.column(0) }
+                    // Everything written without a journal, on disk before the store is handed over.
+                    let handle = try FileHandle(forUpdating: url!)
+                    defer { try? handle.close() }
+                    try handle.synchronize()
+                }
                 _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
             }
         }

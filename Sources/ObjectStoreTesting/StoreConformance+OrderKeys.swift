@@ -59,6 +59,9 @@ extension StoreConformance {
         try store.close()
         store = try scope.openStore(at: url)
         #expect(try store.orderedMembers(of: list, relationship: "tracks") == OrderedMembers(keys: [t2, t3, t4], orderKeys: [-5, 0, 1 << 40]))
+        // A batch delete takes the object out of the list, the others keeping their numbers.
+        #expect(try store.batchDelete(FetchRequest(entity: "Track", predicate: try ObjectPredicate("title == 'three'")), author: nil) == 1)
+        #expect(try store.orderedMembers(of: list, relationship: "tracks") == OrderedMembers(keys: [t2, t4], orderKeys: [-5, 1 << 40]))
         // An unordered to-many answers 1, 2, 3… in key order.
         #expect(try store.orderedMembers(of: t2, relationship: "tags") == OrderedMembers([]))
     }

@@ -436,7 +436,14 @@ public final class MigrationContext {
             pendingUpdates[destination] = ObjectUpdate(key: destination)
             updateOrder.append(destination)
         }
-        if relationship.isToMany {
+        if relationship.isToMany, let mapping, !mapping.uniqueBy.isEmpty {
+            // An object made once for several source objects (uniqueBy) gathers what each of them gives.
+            var merged = try pendingUpdates[destination]!.toMany[name] ?? destinationStore.relatedKeys(of: destination, relationship: name)
+            let known = Set(merged)
+            merged += targets.filter { !known.contains($0) }
+            pendingUpdates[destination]!.toMany[name] = merged
+            pendingMembers += targets.count
+        } else if relationship.isToMany {
             pendingUpdates[destination]!.toMany[name] = targets
             pendingUpdates[destination]!.orderKeys[name] = relationship.isOrdered ? orderKeys : nil
             pendingMembers += targets.count

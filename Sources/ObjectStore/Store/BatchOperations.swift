@@ -163,7 +163,7 @@ private struct DeletePlan {
     /// The survivors' updates that take the deleted objects out of their inverse relationships.
     func nullifications() throws -> [ObjectUpdate] {
         var updates: [ObjectKey: ObjectUpdate] = [:]
-        var lists: [ObjectKey: [String: [ObjectKey]]] = [:]
+        var lists: [ObjectKey: [String: OrderedMembers]] = [:]
         for key in order {
             guard let entity = store.model.entity(named: key.entity) else { continue }
             for relationship in entity.relationships {
@@ -173,11 +173,14 @@ private struct DeletePlan {
                     guard let partner = try store.record(for: target) else { continue }
                     if updates[target] == nil { updates[target] = ObjectUpdate(key: target, expectedVersion: partner.version) }
                     if inverse.isToMany {
-                        var list = try lists[target]?[inverseName]
-                            ?? partner.toMany[inverseName] ?? store.relatedKeys(of: target, relationship: inverseName)
-                        list.removeAll { records[$0] != nil }
-                        lists[target, default: [:]][inverseName] = list
-                        updates[target]!.toMany[inverseName] = list
+                        // The members that stay keep their order keys.
+                        let list = try lists[target]?[inverseName] ?? partner.toMany[inverseName].map(OrderedMembers.init)
+                            ?? store.orderedMembers(of: target, relationship: inverseName)
+                        let kept = list.keys.indices.filter { records[list.keys[$0]] == nil }
+                        let left = OrderedMembers(keys: kept.map { list.keys[$0] }, orderKeys: kept.map { list.orderKeys[$0] })
+                        lists[target, default: [:]][inverseName] = left
+                        updates[target]!.toMany[inverseName] = left.keys
+                        if inverse.isOrdered { updates[target]!.orderKeys[inverseName] = left.orderKeys }
                     } else if partner.toOne[inverseName] == key {
                         updates[target]!.toOne[inverseName] = .some(nil)
                     }
