@@ -56,6 +56,19 @@ public enum MappingFormat {
         guard document.format == formatName, document.formatVersion == formatVersion else {
             throw MigrationError(.invalidMapping, "\(file): format \(document.format) version \(document.formatVersion) is not \(formatName) version \(formatVersion)")
         }
+        // A key this format does not have is a mistake (`sourceEntity` for `source`): read as nothing, it
+        // would drop what it meant to move.
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            if let unknown = Set(object.keys).subtracting(Self.documentKeys).sorted().first {
+                throw MigrationError(.invalidMapping, "\(file): unknown key \(unknown) (a mapping document has \(Self.documentKeys.sorted().joined(separator: ", ")))")
+            }
+            for case let entry as [String: Any] in object["entityMappings"] as? [Any] ?? [] {
+                if let unknown = Set(entry.keys).subtracting(Self.entityKeys).sorted().first {
+                    throw MigrationError(.invalidMapping, "\(file): unknown key \(unknown) (an entity mapping has \(Self.entityKeys.sorted().joined(separator: ", ")))",
+                                         mapping: entry["name"] as? String)
+                }
+            }
+        }
         return MappingModel(entityMappings: try document.entityMappings.map { e in
             func parse(_ texts: [String: String]?) throws -> [String: MappingExpression] {
                 var result: [String: MappingExpression] = [:]
@@ -95,6 +108,10 @@ public enum MappingFormat {
         }
         return "\(error)"
     }
+
+    private static let documentKeys: Set<String> = ["format", "formatVersion", "sourceVersion", "destinationVersion", "entityMappings"]
+    private static let entityKeys: Set<String> = ["name", "kind", "source", "destination", "sourceVersionHash", "destinationVersionHash",
+                                                  "attributes", "relationships", "filter", "policy", "userInfo", "uniqueBy"]
 
     private struct Document: Codable {
         var format: String

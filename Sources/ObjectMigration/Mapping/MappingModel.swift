@@ -118,6 +118,14 @@ public struct MappingModel: Sendable {
     func check(from source: ManagedObjectModel, to destination: ManagedObjectModel, policies: PolicyRegistry?) throws {
         for m in entityMappings {
             func fail(_ message: String) -> MigrationError { MigrationError(.invalidMapping, message, mapping: m.name) }
+            // A mapping that names no entity to read or to write would move nothing without a word.
+            let needs: (source: Bool, destination: Bool) = switch m.kind {
+            case .copy, .transform: (true, true)
+            case .custom, .remove: (true, false)
+            case .add: (false, true)
+            }
+            if needs.source && m.sourceEntity == nil { throw fail("a \(m.kind.rawValue) mapping names its source entity") }
+            if needs.destination && m.destinationEntity == nil { throw fail("a \(m.kind.rawValue) mapping names its destination entity") }
             var from: EntityDescription?
             if let s = m.sourceEntity {
                 guard let entity = source.entity(named: s) else { throw fail("the source model has no entity named \(s)") }
