@@ -32,11 +32,16 @@ public enum JSONModelFormat {
     ///   another shape, ``ModelError/Code/inconsistentModel`` for a model that does not hold together.
     public static func decode(_ data: Data, file: String = "model.json") throws -> ManagedObjectModel {
         guard !data.isEmpty else { throw ModelError(.unreadable, problems: ["the model file is empty"], file: file) }
+        let object: Any
         do {
-            _ = try JSONSerialization.jsonObject(with: data)
+            object = try JSONSerialization.jsonObject(with: data)
         } catch {
             let (line, column) = SyntaxPosition.of(error, in: data)
             throw ModelError(.syntax, problems: ["the JSON does not parse"], file: file, line: line, column: column)
+        }
+        // A key the format does not have (`isAbstract` for `abstract`) would be read as nothing.
+        if let unknown = unknownKeys(object).first {
+            throw ModelError(.unsupported, problems: [unknown], file: file)
         }
         let document: ModelDocument
         do {
@@ -49,6 +54,33 @@ public enum JSONModelFormat {
         } catch let error as ModelError {
             throw error.located(in: file)
         }
+    }
+
+    private static let documentKeys: Set<String> = ["format", "formatVersion", "versionIdentifiers", "configurations", "entities"]
+    private static let entityKeys: Set<String> = ["name", "parent", "abstract", "attributes", "relationships", "renamingIdentifier",
+                                                  "versionHashModifier", "uniquenessConstraints", "indexes", "representedClassName", "userInfo"]
+    private static let attributeKeys: Set<String> = ["name", "type", "optional", "transient", "default", "minValue", "maxValue", "minLength",
+                                                     "maxLength", "pattern", "renamingIdentifier", "versionHashModifier",
+                                                     "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion",
+                                                     "valueTransformerName", "userInfo"]
+    private static let relationshipKeys: Set<String> = ["name", "destination", "inverse", "toMany", "ordered", "minCount", "maxCount",
+                                                        "deleteRule", "optional", "transient", "renamingIdentifier", "versionHashModifier", "userInfo"]
+
+    /// Each key of the document, its entities, attributes and relationships that the format does not have, with where it is.
+    private static func unknownKeys(_ object: Any) -> [String] {
+        guard let document = object as? [String: Any] else { return [] }
+        var found = Set(document.keys).subtracting(documentKeys).sorted().map { "unknown key \($0) (a model document has \(documentKeys.sorted().joined(separator: ", ")))" }
+        for case let entity as [String: Any] in document["entities"] as? [Any] ?? [] {
+            let name = entity["name"] as? String ?? "an entity"
+            found += Set(entity.keys).subtracting(entityKeys).sorted().map { "\(name): unknown key \($0) (an entity has \(entityKeys.sorted().joined(separator: ", ")))" }
+            for (list, keys) in [("attributes", attributeKeys), ("relationships", relationshipKeys)] {
+                for case let property as [String: Any] in entity[list] as? [Any] ?? [] {
+                    let place = "\(name).\(property["name"] as? String ?? "?")"
+                    found += Set(property.keys).subtracting(keys).sorted().map { "\(place): unknown key \($0) (one of \(list) has \(keys.sorted().joined(separator: ", ")))" }
+                }
+            }
+        }
+        return found
     }
 
     private static func describe(_ error: DecodingError) -> String {
