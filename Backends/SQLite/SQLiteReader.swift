@@ -219,35 +219,12 @@ final class SQLiteReader {
     /// The members of a relationship, with the order keys of an ordered to-many as its order
     /// column holds them (``OrderedMembers/append(_:orderKey:)``).
     func orderedMembers(of key: ObjectKey, relationship name: String) throws -> OrderedMembers {
-        let entity = try self.entity(key.entity)
-        guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name] else {
-            throw StoreError(.invalidFetch, "\(key.entity) has no relationship named \(name)")
-        }
-        if !relationship.isToMany {
-            return OrderedMembers(try record(for: key)?.toOne[name].map { [$0] } ?? [])
-        }
-        guard let storage = entity.toMany[name] else { return OrderedMembers([]) }
-        let rows: [(Int64, Int64, Int64?)]
-        switch storage {
-        case .inverseForeignKey(let table, let column, _, let order), .hiddenForeignKey(let table, let column, let order):
-            // Members without an order number (added from the other side) come last, in key order.
-            let sql = "SELECT Z_PK, Z_ENT, \(order.map(quote) ?? "NULL") FROM \(quote(table)) WHERE \(quote(column)) = ?1 ORDER BY \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
-            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
-        case .join(let table, let own, let other, let order, _, let otherTable):
-            let sql = "SELECT j.\(quote(other)), t.Z_ENT, \(order.map { "j.\(quote($0))" } ?? "NULL") FROM \(quote(table)) j JOIN \(quote(otherTable)) t ON t.Z_PK = j.\(quote(other)) "
-                + "WHERE j.\(quote(own)) = ?1 ORDER BY \(order.map { "j.\(quote($0)) IS NULL, j.\(quote($0)), " } ?? "")j.\(quote(other))"
-            rows = try connection.statement(sql).rows([.integer(key.primaryKey)]) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
-        }
-        var members = OrderedMembers(keys: [], orderKeys: [])
-        for (pk, number, order) in rows {
-            guard let entity = schema.byNumber[Int(number)] else { continue }
-            members.append(ObjectKey(entity, pk), orderKey: order)
-        }
-        return relationship.isOrdered ? members : OrderedMembers(members.keys.sorted())
+        try orderedMembers(of: [key], relationship: name)[0]
     }
 
-    /// ``orderedMembers(of:relationship:)`` of many owners: one statement per entity and 500 owners
-    /// for a to-many, the owners' rows read once for a to-one.
+    /// ``orderedMembers(of:relationship:)`` of many owners: for a to-many one statement per entity and
+    /// 500 owners (members without an order number, added from the other side, come last in key
+    /// order); for a to-one each owner's row.
     func orderedMembers(of keys: [ObjectKey], relationship name: String) throws -> [OrderedMembers] {
         var found: [ObjectKey: OrderedMembers] = [:]
         for (entityName, owners) in Dictionary(grouping: keys, by: \.entity) {
@@ -255,10 +232,11 @@ final class SQLiteReader {
             guard let relationship = model.entity(named: entityName)?.relationshipsByName[name] else {
                 throw StoreError(.invalidFetch, "\(entityName) has no relationship named \(name)")
             }
-            guard relationship.isToMany, let storage = entity.toMany[name] else {
-                for owner in owners { found[owner] = try orderedMembers(of: owner, relationship: name) }
+            guard relationship.isToMany else {
+                for owner in owners { found[owner] = OrderedMembers(try record(for: owner)?.toOne[name].map { [$0] } ?? []) }
                 continue
             }
+            guard let storage = entity.toMany[name] else { continue }
             for start in stride(from: 0, to: owners.count, by: 500) {
                 let chunk = owners[start..<min(owners.count, start + 500)]
                 // Bound, so every full chunk runs one prepared statement.

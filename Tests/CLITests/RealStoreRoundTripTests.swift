@@ -31,6 +31,11 @@ struct RealStoreRoundTripTests {
         let again = try CLI.run(["convert", middle, back.path, "--type", "sqlite"] + flags)
         try #require(again.status == 0, "\(again.stderr)")
 
+        // Written without a journal while it was made, the new store is a WAL store once in place, with no journal left.
+        let db = try RawDatabase(back)
+        #expect(try db.strings("PRAGMA journal_mode") == [["wal"]])
+        db.close()
+        #expect(!FileManager.default.fileExists(atPath: back.path + "-journal"))
         let tables = try RealCoreDataStores.dataTables(source)
         #expect(try RealCoreDataStores.dataTables(back) == tables)
         for table in tables {

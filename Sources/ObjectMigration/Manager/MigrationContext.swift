@@ -39,8 +39,6 @@ public final class MigrationContext {
     /// To-one relationship mappings written with the objects in phase 1 (destination name, source name),
     /// by mapping: their targets keep their keys, so the destination key is known before the target exists.
     private var phaseOneRelationships: [String: [(destination: String, source: String)]] = [:]
-    /// Mappings whose every relationship is written in phase 1, or by the other side: phase 2 has nothing left to do for them.
-    private(set) var relationshipsDoneInPhaseOne: Set<String> = []
     /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:)``).
     private var notInPhaseTwo: [String: Set<String>] = [:]
     /// The members of the source's to-many relationships that phase 2 of the current batch reads,
@@ -187,8 +185,13 @@ public final class MigrationContext {
             }
             notInPhaseTwo[m.name] = left
             if !foreignKeys && bothSides { givesBothSides.insert(m.name) }
-            if left.count == m.relationshipMappings.count { relationshipsDoneInPhaseOne.insert(m.name) }
         }
+    }
+
+    /// Whether phase 2 has nothing to write for the mapping: every relationship it maps is written
+    /// in phase 1 or from the other side (``planPhaseTwo(foreignKeys:)``).
+    func hasNothingForPhaseTwo(_ m: EntityMapping) -> Bool {
+        notInPhaseTwo[m.name].map { $0.count == m.relationshipMappings.count } ?? false
     }
 
     /// Reads, for a batch of source objects, the to-many relationships phase 2 copies from them as

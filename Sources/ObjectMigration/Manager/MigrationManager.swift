@@ -305,7 +305,7 @@ public final class MigrationManager: Sendable {
             try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships) }
         }
         for m in mappings {
-            if context.relationshipsDoneInPhaseOne.contains(m.name) {
+            if context.hasNothingForPhaseTwo(m) {
                 if let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false {
                     let total = try step(m, .createRelationships, nil) { try source.objectCount(exactly: entity) }
                     report(MigrationProgress(mapping: m.name, phase: .createRelationships, completed: total, total: total))
