@@ -37,6 +37,10 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         /// version the model has, damaged, of another type or another model (the message says
         /// which, and why the migration failed). Nothing was changed.
         public static let recoveryRefused = Code("recoveryRefused")
+        /// A step would drop data the store holds (``DataDrop``: an attribute, relationship or entity
+        /// no mapping reads, objects a filter leaves out) and the loss was not allowed
+        /// (``StoreMigrator/allowsDataLoss``). Nothing was changed.
+        public static let dataLoss = Code("dataLoss")
         public var description: String { name }
     }
 

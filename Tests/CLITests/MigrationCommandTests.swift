@@ -22,7 +22,7 @@ struct MigrationCommandTests {
         #expect(result.status == 0)
         #expect(result.stdout == """
             Contact (changed)
-              - attribute fullName
+              - attribute fullName (drops its values)
               + attribute firstName: String, required
               + attribute lastName: String, optional
               ~ attribute identifier: type Integer 64 -> String

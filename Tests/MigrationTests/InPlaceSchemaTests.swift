@@ -82,8 +82,12 @@ struct InPlaceSchemaTests {
             .migrateStore(at: url, type: sqlite, to: copied, type: sqlite)
 
         let before = try #require(FileOperations.identity(url))
-        let migrator = StoreMigrator(versions: Self.versions)
-        #expect(try migrator.plan(forStoreAt: url, type: sqlite).steps.map(\.description) == ["s1 -> s2: in-place"])
+        // The step drops what model 2 no longer has: refused, the file untouched, unless allowed.
+        let drops = "drops entity Legacy (1 object), Book.title (1 value), Customer.nickname (2 values), Customer.legacy (1 link)"
+        let refused = try #require(throws: MigrationError.self) { try StoreMigrator(versions: Self.versions).migrateStore(at: url, type: sqlite) }
+        #expect(refused.code == .dataLoss && refused.message.contains("s1 -> s2 " + drops), "\(refused)")
+        let migrator = StoreMigrator(versions: Self.versions, allowsDataLoss: true)
+        #expect(try migrator.plan(forStoreAt: url, type: sqlite).steps.map(\.description) == ["s1 -> s2: in-place; " + drops])
         try migrator.migrateStore(at: url, type: sqlite)
         #expect(FileOperations.identity(url) == before, "the same file, changed in place")
 

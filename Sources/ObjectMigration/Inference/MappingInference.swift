@@ -65,7 +65,7 @@ public enum MappingInference {
         }
     }
 
-    private static func infer(_ source: ManagedObjectModel, _ destination: ManagedObjectModel, _ options: Options)
+    static func infer(_ source: ManagedObjectModel, _ destination: ManagedObjectModel, _ options: Options)
         -> (mapping: MappingModel, blocking: [String]) {
         var blocking: [String] = []
         var mappings: [EntityMapping] = []

@@ -34,15 +34,22 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
     public var mapping: MappingModel
     /// The custom stage's closures around the step, when a stage declares them.
     public var hooks: MigrationStage.Hooks?
+    /// The stored data of its source the step does not carry (``DataDrop``), counted in the store
+    /// when the plan was made for one (``StoreMigrator/plan(forStoreAt:type:to:countingObjects:)``).
+    public var drops: [DataDrop] = []
 
     /// `<source> -> <destination>: <kind>`, as `objectstore migrate` prints it, with the stage's
-    /// closures when it has them (`, then didMigrate`).
+    /// closures when it has them (`, then didMigrate`) and the drops that lose data
+    /// (`; drops Post.date (120 values)`; a drop of nothing the store holds is left out).
     public var description: String {
         var text = "\(source) -> \(destination): \(kind)"
         if hooks?.willMigrate != nil { text = "\(source) -> \(destination): willMigrate, then \(kind)" }
         if hooks?.didMigrate != nil { text += ", then didMigrate" }
+        let losing = drops.filter(\.losesData)
+        if !losing.isEmpty { text += "; drops " + losing.map(\.description).joined(separator: ", ") }
         return text
     }
+
 }
 
 /// A migration written as stages, SwiftData's model in our terms: each stage takes the store from

@@ -43,11 +43,16 @@ public final class PersistentContainer: Sendable {
         public var mappings: [StepMapping]
         /// Policies those mappings name.
         public var policies: PolicyRegistry
+        /// Whether a migration may drop data the store holds (``StoreMigrator/allowsDataLoss``):
+        /// by default a step that would is refused and the store is left as it is.
+        public var allowsDataLoss: Bool
 
         /// Options; by default an older store is migrated with inferred mappings and an
         /// incompatible one is an error.
         public init(migratesAutomatically: Bool = true, infersMappingsAutomatically: Bool = true,
-                    onIncompatibleStore: IncompatibleStorePolicy = .fail, mappings: [StepMapping] = [], policies: PolicyRegistry = .shared) {
+                    onIncompatibleStore: IncompatibleStorePolicy = .fail, mappings: [StepMapping] = [], policies: PolicyRegistry = .shared,
+                    allowsDataLoss: Bool = false) {
+            self.allowsDataLoss = allowsDataLoss
             self.migratesAutomatically = migratesAutomatically
             self.infersMappingsAutomatically = infersMappingsAutomatically
             self.onIncompatibleStore = onIncompatibleStore
@@ -113,7 +118,7 @@ public final class PersistentContainer: Sendable {
     /// Brings an existing store to the current version, or throws why it cannot be.
     private func migrate() throws -> MigrationResult? {
         let migrator = StoreMigrator(versions: versions, mappings: options.mappings, policies: options.policies,
-                                     infersMappings: options.infersMappingsAutomatically)
+                                     infersMappings: options.infersMappingsAutomatically, allowsDataLoss: options.allowsDataLoss)
         let plan = try migrator.plan(for: try storeType.readMetadata(at: storeURL))
         guard !plan.steps.isEmpty else { return nil }
         guard options.migratesAutomatically else {
@@ -128,7 +133,9 @@ public final class PersistentContainer: Sendable {
         switch error {
         case let error as MigrationError:
             if error.code == .store, let cause = error.cause { return isIncompatibility(cause) }
-            return ![.cancelled, .storeChanged, .store].contains(error.code)
+            // A step refused for the data it would drop is no incompatibility: recreating or moving
+            // the store aside would lose all of it.
+            return ![.cancelled, .storeChanged, .store, .dataLoss].contains(error.code)
         case let error as StoreError:
             return [.corrupt, .incompatibleModel, .unsupportedFormat].contains(error.code)
         default:

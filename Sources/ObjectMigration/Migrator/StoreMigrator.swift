@@ -45,13 +45,18 @@ public final class StoreMigrator: Sendable {
     public let batchSize: Int
     /// The author a copying step's new store records in its history (``StoreOptions/author``).
     public let author: String?
+    /// Whether a step may drop data the store holds (``DataDrop``): an attribute, relationship or
+    /// entity no mapping reads, objects a filter leaves out. By default such a step is refused
+    /// (``MigrationError/Code/dataLoss``) before anything is written, naming every drop and its count.
+    public let allowsDataLoss: Bool
     private let cancelled = Atomic<Bool>(false)
     private let running = Mutex<MigrationManager?>(nil)
 
     /// Creates a migrator.
     public init(versions: ModelVersions, mappings: [StepMapping] = [], stages: [MigrationStage] = [], policies: PolicyRegistry = .shared,
-                inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000, author: String? = nil) {
+                inference: MappingInference.Options = [], infersMappings: Bool = true, batchSize: Int = 1_000, author: String? = nil, allowsDataLoss: Bool = false) {
         self.author = author
+        self.allowsDataLoss = allowsDataLoss
         self.versions = versions
         self.mappings = mappings
         self.stages = stages
@@ -86,13 +91,18 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         var plan = try plan(for: metadata, to: target, type: type)
-        if countingObjects { plan.objectCounts = try objectCounts(at: url, type: type, version: plan.storeVersion) }
+        try count(&plan, at: url, type: type, objects: countingObjects)
         return plan
     }
 
-    /// The store's objects per concrete entity (exactly that entity), read with the model of `version`.
-    private func objectCounts(at url: URL, type: any StoreType, version: String) throws -> [String: Int] {
-        let model = try versions.model(named: version)
+    /// Counts, in the store at `url` (at the plan's first version), its objects per concrete entity
+    /// (exactly that entity) when `objects`, and what each step drops (``DataDrop``): in a later
+    /// step, the values of the property the drop's came from, followed back through the copies of
+    /// the steps before (none when an earlier step made it with no value of the store behind it);
+    /// left uncounted when an earlier step computed it.
+    private func count(_ plan: inout MigrationPlan, at url: URL, type: any StoreType, objects: Bool) throws {
+        guard objects || plan.steps.contains(where: { !$0.drops.isEmpty }) else { return }
+        let model = try versions.model(named: plan.storeVersion)
         let store: any PersistentStore
         do {
             store = try type.open(at: url, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
@@ -100,11 +110,50 @@ public final class StoreMigrator: Sendable {
             throw Self.storeFailure(url, error)
         }
         defer { try? store.close() }
-        var counts: [String: Int] = [:]
-        for entity in model.entityDescriptions where !entity.isAbstract {
-            counts[entity.name] = try store.objectCount(exactly: entity.name)
+        do {
+            if objects {
+                for entity in model.entityDescriptions where !entity.isAbstract {
+                    plan.objectCounts[entity.name] = try store.objectCount(exactly: entity.name)
+                }
+            }
+            let steps = plan.steps
+            for index in steps.indices {
+                for (position, drop) in steps[index].drops.enumerated() {
+                    guard drop.kind != .filtered || index == 0 else { continue }
+                    switch drop.origin(through: steps[..<index]) {
+                    case .store(let origin): plan.steps[index].drops[position].count = try origin.counted(in: store, mapping: steps[0].mapping).count
+                    case .madeByTheMigration: plan.steps[index].drops[position].count = 0
+                    case .unknown: continue
+                    }
+                }
+            }
+        } catch {
+            throw Self.storeFailure(url, error)
         }
-        return counts
+    }
+
+    /// Refuses to go on when `steps` (that run next, on the store at `url`) drop data the store
+    /// holds, unless ``allowsDataLoss``: drops not counted yet are counted in that store for the
+    /// first step; for a later step (of one in-place transaction) they cannot be and are refused.
+    private func checkDataLoss(_ steps: ArraySlice<MigrationStep>, readingStoreAt url: URL, type: any StoreType) throws {
+        guard !allowsDataLoss, steps.contains(where: { $0.drops.contains(where: \.losesData) }) else { return }
+        var counted = Array(steps)
+        if let first = counted.first, first.drops.contains(where: { $0.count == nil }) {
+            let store = try type.open(at: url, model: try versions.model(named: first.source), options: StoreOptions(readOnly: true, createIfMissing: false))
+            defer { try? store.close() }
+            counted[0].drops = try first.drops.map { $0.count == nil ? try $0.counted(in: store, mapping: first.mapping) : $0 }
+        }
+        if let error = Self.dataLossError(counted) { throw error }
+    }
+
+    /// The error that names every drop of `steps` that loses data, or nil when none does.
+    private static func dataLossError(_ steps: [MigrationStep]) -> MigrationError? {
+        let losing = steps.filter { $0.drops.contains(where: \.losesData) }
+        guard !losing.isEmpty else { return nil }
+        return MigrationError(.dataLoss, losing.map { step in
+            "\(step.source) -> \(step.destination) drops " + step.drops.filter(\.losesData).map(\.description).joined(separator: ", ")
+        }.joined(separator: "; ") + ". Nothing was changed: give a mapping that reads what is to be kept, or allow the loss "
+            + "(objectstore migrate --allow-data-loss; StoreMigrator allowsDataLoss)")
     }
 
     /// A mapping that records neither its versions nor their hashes (an Xcode mapping model
@@ -212,6 +261,7 @@ public final class StoreMigrator: Sendable {
             }
             throw MigrationError(.noMapping, "no mapping given and none can be inferred for " + blocked.joined(separator: "; also "))
         }
+        for index in steps.indices { steps[index].drops = DataDrop.drops(of: steps[index].mapping, from: chain[index].model) }
         if let changer = type as? any SchemaChanging {
             let inPlace = steps.map { step in
                 step.kind == .lightweight && step.hooks == nil
@@ -268,10 +318,17 @@ public final class StoreMigrator: Sendable {
         let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
         // Counted only when a copy step will read every object anyway: an in-place plan reads none.
         var planned = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
-        if !planned.steps.allSatisfy({ $0.kind == .inPlace }) {
-            planned.objectCounts = try objectCounts(at: url, type: type, version: planned.storeVersion)
-        }
+        try count(&planned, at: url, type: type, objects: !planned.steps.allSatisfy({ $0.kind == .inPlace }))
         let plan = planned
+        // Every drop counted so far refuses the plan before anything is written; the rest are
+        // counted in the store each step reads, before it runs.
+        if !allowsDataLoss, let error = Self.dataLossError(plan.steps.map { step in
+            var known = step
+            known.drops = step.drops.filter { ($0.count ?? 0) > 0 }
+            return known
+        }) {
+            throw error
+        }
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).
@@ -292,6 +349,7 @@ public final class StoreMigrator: Sendable {
                 if step.kind == .inPlace, let changer = type as? any SchemaChanging {
                     // A run of in-place steps: one transaction on the store the last copy made, or on the original.
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
+                    try checkDataLoss(run, readingStoreAt: latest?.url ?? url, type: type)
                     let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
                     try changer.changeSchema(at: latest?.url ?? url, through: models)
                     // Fused steps share their time; every object went through each without being read
@@ -306,6 +364,7 @@ public final class StoreMigrator: Sendable {
                     index += run.count
                     continue
                 }
+                try checkDataLoss([step], readingStoreAt: latest?.url ?? url, type: type)
                 if let willMigrate = step.hooks?.willMigrate, let latest {
                     try Self.run(willMigrate, on: latest.url, type: type, model: try versions.model(named: step.source), step: step)
                 }

@@ -6,14 +6,16 @@ import ObjectStore
 import Synchronization
 
 /// `objectstore migrate <store> [--model <bundle>] [--to V] [--mapping FILE]... [--next FROM=TO]... [--type T] [--dry-run] [--json]
-/// [--on-incompatible fail|move-aside|recreate] [--allow-widening]`.
+/// [--on-incompatible fail|move-aside|recreate] [--allow-widening] [--allow-data-loss]`.
 struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Bring a store to the current version of its model (or another), step by step.",
         discussion: """
             Finds the store's version in the bundle by its entity hashes, plans the steps to the target \
-            (one line each: "<from> -> <to>: lightweight" or "<from> -> <to>: mapping <file>"), and runs them. \
+            (one line each: "<from> -> <to>: lightweight" or "<from> -> <to>: mapping <file>", with what the step drops: \
+            "; drops Post.date (120 values)"), and runs them. A step that drops data the store holds (an attribute, \
+            relationship or entity no mapping reads, objects a mapping's filter leaves out) is refused unless --allow-data-loss. \
             Each step writes a new store beside the original; the original is replaced only when every step \
             is done, so a failure, an interrupt or a kill leaves it at its version with its data. \
             Migrate a store no process has open: a store written meanwhile is left as written and the migration fails.
@@ -43,6 +45,8 @@ struct MigrateCommand: ParsableCommand {
     var onIncompatible: PersistentContainer.IncompatibleStorePolicy = .fail
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
+    @Flag(name: .long, help: "Run steps that drop data the store holds (each drop is named in the plan, with its count).")
+    var allowDataLoss = false
 
     func validate() throws {
         var from: Set<Substring> = []
@@ -77,7 +81,7 @@ struct MigrateCommand: ParsableCommand {
             return StepMapping(name: file, mapping: try MappingFormat.decode(try readInput(file), file: file))
         }
         let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [],
-                                     author: authorOption.author)
+                                     author: authorOption.author, allowsDataLoss: allowDataLoss)
         let url = URL(filePath: store)
         let plan: MigrationPlan
         // The store as it is judged: --on-incompatible recreate destroys nothing written after.
@@ -123,6 +127,9 @@ struct MigrateCommand: ParsableCommand {
         }
         if !json { output(plan.steps.map(\.description).joined(separator: "\n")) }
         if dryRun {
+            if !allowDataLoss, plan.steps.contains(where: { $0.drops.contains(where: \.losesData) }) {
+                printError("objectstore: \(store): the plan drops data the store holds: migrate refuses it without --allow-data-loss\n")
+            }
             json ? print(document(plan, status: "planned"))
                  : output(plan.objectCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n"))
             return
@@ -180,6 +187,12 @@ struct MigrateCommand: ParsableCommand {
             case .inPlace: entry["kind"] = "in-place"
             case .lightweight: entry["kind"] = "lightweight"
             case .custom(let file): entry["kind"] = "mapping"; entry["mapping"] = file
+            }
+            entry["drops"] = step.drops.map { drop -> [String: Any] in
+                var item: [String: Any] = ["kind": drop.kind.rawValue, "entity": drop.entity]
+                if let property = drop.property { item["property"] = property }
+                item["count"] = drop.count ?? NSNull()
+                return item
             }
             if index < seconds.count {
                 entry["seconds"] = (seconds[index] * 1000).rounded() / 1000

@@ -34,6 +34,11 @@ struct DiffCommand: ParsableCommand {
                 "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": $0.changes] },
                 "lightweight": diff.isLightweight,
                 "blockingChanges": diff.blockingChanges,
+                "drops": diff.drops.map { drop -> [String: Any] in
+                    var item: [String: Any] = ["kind": drop.kind.rawValue, "entity": drop.entity]
+                    if let property = drop.property { item["property"] = property }
+                    return item
+                },
             ]
             let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             output(String(decoding: data, as: UTF8.self))

@@ -1,0 +1,107 @@
+import Foundation
+import ObjectMigration
+import ObjectModel
+import ObjectStore
+import Testing
+import TestSupport
+
+/// What a step drops (``DataDrop``), counted in the store of every file backend, and the gate
+/// of ``StoreMigrator`` and ``PersistentContainer``: the oracle is the document the store was
+/// made from (which values it holds) and the store's files.
+@Suite("Data a migration step drops")
+struct DataLossTests {
+    /// v1: Author(name, born) ↔ Book(title) many-to-many, Draft(text). v2: Author(name), Book(title,
+    /// authors kept only on Book's side), no Draft; a book's `writers` replaces `authors` (no
+    /// renaming identifier), Author keeps `books` with the new inverse.
+    static func model(_ version: Int) -> ManagedObjectModel {
+        try! ManagedObjectModel(versionIdentifiers: ["v\(version)"]) {
+            Entity("Author") {
+                Attribute("name", .string)
+                if version == 1 { Attribute("born", .integer64) }
+                Relationship("books", to: "Book", inverse: version == 1 ? "authors" : "writers", toMany: true)
+            }
+            Entity("Book") {
+                Attribute("title", .string)
+                Relationship(version == 1 ? "authors" : "writers", to: "Author", inverse: "books", toMany: true)
+            }
+            if version == 1 { Entity("Draft") { Attribute("text", .string) } }
+        }
+    }
+
+    static let versions = try! ModelVersions(versions: [1, 2].map { ModelVersions.Version(name: "v\($0)", model: model($0)) })
+
+    static let document = """
+        {"Author": [{"_id": "a", "name": "Ann", "born": 1950, "books": ["x", "y"]}, {"_id": "b", "name": "Bo"}],
+         "Book": [{"_id": "x", "title": "X"}, {"_id": "y", "title": "Y"}, {"_id": "z", "title": "Z"}],
+         "Draft": [{"_id": "d", "text": "d1"}, {"_id": "e"}, {"_id": "f", "text": "d3"}]}
+        """
+
+    static let durable = Backends.all.filter { $0 != "memory" && $0 != "postgresql" }
+
+    @Test("the inferred step drops Author.born and Draft, counted as the document holds them, and not the many-to-many the inverse carries",
+          arguments: durable)
+    func inferredDrops(_ backend: String) throws {
+        let workspace = try Workspace()
+        let url = workspace.location("books", backend)
+        try makeStore(backend, at: url, model: Self.model(1), json: Self.document)
+        let plan = try StoreMigrator(versions: Self.versions).plan(forStoreAt: url, type: Backends.type(backend))
+        let drops = try #require(plan.steps.first?.drops).map(\.description).sorted()
+        #expect(drops == ["Author.born (1 value)", "entity Draft (3 objects)"], "Book.authors: Author.books, its inverse, is read")
+        let before = try workspace.snapshot()
+        let error = try #require(throws: MigrationError.self) { try StoreMigrator(versions: Self.versions).migrateStore(at: url, type: Backends.type(backend)) }
+        #expect(error.code == .dataLoss)
+        #expect(try workspace.snapshot().filter { !$0.key.hasSuffix("-lock") && !$0.key.hasSuffix("-shm") }
+                == before.filter { !$0.key.hasSuffix("-lock") && !$0.key.hasSuffix("-shm") })
+        try StoreMigrator(versions: Self.versions, allowsDataLoss: true).migrateStore(at: url, type: Backends.type(backend))
+        let store = try Backends.type(backend).open(at: url, model: Self.model(2), options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? store.close() }
+        let ann = try #require(try store.fetch(FetchRequest(entity: "Author", predicate: .compare("name", .equal, .string("Ann")))).first)
+        let titles = try store.relatedKeys(of: ann.key, relationship: "books").map { try store.record(for: $0)?.attributes["title"] }
+        #expect(titles == [.string("X"), .string("Y")], "the links kept through the inverse")
+    }
+
+    @Test("a filter's left-out objects are counted; a mapping with a policy or a closure is taken to read everything")
+    func filtersPoliciesClosures() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("books", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: Self.document)
+        var mapping = try MappingInference.inferredMapping(from: Self.model(1), to: Self.model(2))
+        let author = try #require(mapping.entityMappings.firstIndex { $0.sourceEntity == "Author" })
+        mapping.entityMappings[author].sourceFilter = try ObjectPredicate("name BEGINSWITH 'A'")
+        mapping.entityMappings[author].attributeMappings["name"] = .call("join", [.constant(.string(" ")), .source("name"), .call("toString", [.source("born")])])
+        let store = try Backends.type("sqlite").open(at: url, model: Self.model(1), options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        let drops = DataDrop.drops(of: mapping, from: Self.model(1))
+        #expect(Set(drops.map { "\($0.kind) \($0.entity).\($0.property ?? "")" }) == ["filtered Author.", "entity Draft."], "born is read")
+        let filtered = try #require(drops.first { $0.kind == .filtered })
+        let plan = try StoreMigrator(versions: Self.versions, mappings: [StepMapping(name: "m", mapping: mapping)])
+            .plan(forStoreAt: url, type: Backends.type("sqlite"))
+        #expect(plan.steps[0].drops.first { $0.kind == .filtered }?.count == 1, "Bo is left out")
+        #expect(filtered.count == nil)
+
+        mapping.entityMappings[author].sourceFilter = nil
+        mapping.entityMappings[author].attributeMappings["name"] = .custom { _ in .string("?") }
+        #expect(DataDrop.drops(of: mapping, from: Self.model(1)).map(\.entity) == ["Draft"])
+        mapping.entityMappings[author].attributeMappings["name"] = .source("name")
+        mapping.entityMappings[author].policyName = "Anything"
+        #expect(DataDrop.drops(of: mapping, from: Self.model(1)).map(\.entity) == ["Draft"])
+    }
+
+    @Test("a container refuses the step and never recreates or moves aside a store it refused for data loss; allowed, it migrates")
+    func container() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("books", "sqlite")
+        try makeStore("sqlite", at: url, model: Self.model(1), json: Self.document)
+        for policy: PersistentContainer.IncompatibleStorePolicy in [.fail, .moveAside, .recreate] {
+            let container = PersistentContainer(name: "Books", versions: Self.versions, storeURL: url, storeType: Backends.type("sqlite"),
+                                                options: .init(onIncompatibleStore: policy), registry: Backends.registry)
+            let error = try #require(throws: MigrationError.self) { _ = try container.load() }
+            #expect(error.code == .dataLoss, "\(error)")
+            #expect(try export("sqlite", at: url, model: Self.model(1)).contains("\"d3\""), "the store as it was")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.folder.path).allSatisfy { $0.hasPrefix("books.sqlite") })
+        let allowed = PersistentContainer(name: "Books", versions: Self.versions, storeURL: url, storeType: Backends.type("sqlite"),
+                                          options: .init(allowsDataLoss: true), registry: Backends.registry)
+        #expect(try allowed.load().migration?.plan.targetVersion == "v2")
+    }
+}
