@@ -131,4 +131,19 @@ struct DataLossCommandTests {
         let renamed = try CLI.run("diff", URL(filePath: a).deletingLastPathComponent().path, URL(filePath: b).deletingLastPathComponent().path)
         #expect(renamed.stdout.contains("  - relationship tags\n"), "\(renamed.stdout)")
     }
+
+    @Test("a store of no version of the bundle: the error names the closest version and, from the model the store carries, the attributes that differ")
+    func unknownVersionNamesProperties() throws {
+        let workspace = try Workspace()
+        for version in 1...3 { _ = try workspace.write(Self.blog(version), to: "Blog.xcdatamodeld/Blog \(version).xcdatamodel/contents") }
+        let bundle = workspace.url.appending(path: "Blog.xcdatamodeld").path
+        let dev = try workspace.write(Self.blog(3).replacingOccurrences(of: "</entity>", with: #"<attribute name="mood" optional="YES" attributeType="String"/></entity>"#),
+                                      to: "dev.xcdatamodel/contents")
+        let store = workspace.url.appending(path: "dev.sqlite").path
+        #expect(try CLI.run("create", store, "--model", URL(filePath: dev).deletingLastPathComponent().path).status == 0)
+        let result = try CLI.run("migrate", store, "--model", bundle)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("the closest is Blog 3") && result.stderr.contains("differs from Blog 3 in Post (changed): + attribute mood: String, optional"),
+                "\(result.stderr)")
+    }
 }

@@ -19,9 +19,30 @@ public struct ModelDiff: Sendable {
     public var isLightweight: Bool { blockingChanges.isEmpty }
     /// What blocks inference, one line each.
     public var blockingChanges: [String]
-    /// What the inferred migration drops (``DataDrop``, not counted: no store is read); the lines of
-    /// ``entities`` that drop data end with what they drop (`- attribute date (drops its values)`).
+    /// What the inferred migration drops (``DataDrop``, not counted: no store is read).
     public var drops: [DataDrop]
+    private let sourceNames: [String: String]
+    private let sourceModel: ManagedObjectModel
+
+    /// The changes of `entity`, a removal that drops data ending with what it drops
+    /// (`- attribute date (drops its values)`; not a relationship whose inverse carries its links).
+    public func markedChanges(of entity: EntityChanges) -> [String] {
+        func dropping(_ kind: DataDrop.Kind, _ name: String, _ property: String?) -> Bool {
+            drops.contains { $0.kind == kind && $0.property == property && sourceModel.entity(named: $0.entity)?.isKind(of: name) == true }
+        }
+        let sourceName = entity.status == "removed" ? entity.entity : sourceNames[entity.entity] ?? entity.entity
+        return entity.changes.map { line in
+            let words = line.split(separator: " ").map(String.init)
+            guard words.count >= 3, words[0] == "-" else { return line }
+            switch words[1] {
+            case "entity" where sourceModel.entity(named: words[2])?.kindNames.contains(where: { dropping(.entity, $0, nil) }) == true:
+                return line + " (drops its objects)"
+            case "attribute" where dropping(.attribute, sourceName, words[2]): return line + " (drops its values)"
+            case "relationship" where dropping(.relationship, sourceName, words[2]): return line + " (drops its links)"
+            default: return line
+            }
+        }
+    }
 
     /// Compares two models.
     public init(from source: ManagedObjectModel, to destination: ManagedObjectModel, options: MappingInference.Options = []) {
@@ -43,29 +64,10 @@ public struct ModelDiff: Sendable {
             if !lines.isEmpty { result.append(EntityChanges(entity: entity.name, status: "changed", changes: lines)) }
         }
         let inference = MappingInference.infer(source, destination, options)
-        let drops = DataDrop.drops(of: inference.mapping, from: source)
-        self.drops = drops
-        // A removed entity or property is marked where the inferred migration drops what it holds
-        // (not a relationship whose inverse carries its links).
-        func dropping(_ kind: DataDrop.Kind, _ entity: String, _ property: String?) -> Bool {
-            drops.contains { $0.kind == kind && $0.property == property && source.entity(named: $0.entity)?.isKind(of: entity) == true }
-        }
-        entities = result.sorted { $0.entity < $1.entity }.map { changes in
-            var changes = changes
-            let sourceName = changes.status == "removed" ? changes.entity : mappedFrom[changes.entity] ?? changes.entity
-            changes.changes = changes.changes.map { line in
-                let words = line.split(separator: " ").map(String.init)
-                guard words.count >= 3, words[0] == "-" else { return line }
-                switch words[1] {
-                case "entity" where source.entity(named: words[2])?.kindNames.contains(where: { dropping(.entity, $0, nil) }) == true:
-                    return line + " (drops its objects)"
-                case "attribute" where dropping(.attribute, sourceName, words[2]): return line + " (drops its values)"
-                case "relationship" where dropping(.relationship, sourceName, words[2]): return line + " (drops its links)"
-                default: return line
-                }
-            }
-            return changes
-        }
+        drops = DataDrop.drops(of: inference.mapping, from: source)
+        entities = result.sorted { $0.entity < $1.entity }
+        sourceNames = mappedFrom
+        sourceModel = source
         blockingChanges = inference.blocking
     }
 

@@ -90,9 +90,27 @@ public final class StoreMigrator: Sendable {
         } catch {
             throw Self.storeFailure(url, error)
         }
-        var plan = try plan(for: metadata, to: target, type: type)
+        var plan: MigrationPlan
+        do {
+            plan = try self.plan(for: metadata, to: target, type: type)
+        } catch let error as MigrationError where error.code == .unknownVersion {
+            throw unknownVersion(error, at: url, type: type, metadata: metadata)
+        }
         try count(&plan, at: url, type: type, objects: countingObjects)
         return plan
+    }
+
+    /// `error` (the store matches no version), with the attributes and relationships that differ
+    /// between the closest version and the model the store carries, when it carries one.
+    private func unknownVersion(_ error: MigrationError, at url: URL, type: any StoreType, metadata: StoreMetadata) -> MigrationError {
+        guard !versions.versions.isEmpty, let own = try? type.ownModel(at: url, metadata: metadata) else { return error }
+        let closest = versions.closestVersion(to: metadata).version
+        let differences = ModelDiff(from: closest.model, to: own).entities.map { entity in
+            "\(entity.entity) (\(entity.status)): " + entity.changes.joined(separator: ", ")
+        }
+        guard !differences.isEmpty else { return error }
+        return MigrationError(.unknownVersion, error.message + "; the model the store carries differs from \(closest.name) in "
+                              + differences.joined(separator: "; "), cause: error.cause)
     }
 
     /// Counts, in the store at `url` (at the plan's first version), its objects per concrete entity

@@ -21,13 +21,19 @@ extension ModelVersions {
         if let best = matching.last(where: { $0.model.versionIdentifiers.filter { !$0.isEmpty } == metadata.versionIdentifiers }) ?? matching.last {
             return best
         }
-        let comparisons = versions.map { ($0, ModelCompatibility(storeHashes: hashes, modelHashes: $0.model.versionHashes)) }
-        func distance(_ c: ModelCompatibility) -> Int { c.changedEntities.count + c.onlyInStore.count + c.onlyInModel.count }
-        // The closest version; among equally close ones, the newest.
-        let (closest, compatibility) = comparisons.reversed().min { distance($0.1) < distance($1.1) }!
+        let (closest, compatibility) = closestVersion(to: metadata)
         throw StoreError(.incompatibleModel,
                          "no model version matches the store's entity hashes (versions: \(names.joined(separator: ", "))); "
                          + "the closest is \(closest.name): \(compatibility)",
                          compatibility: compatibility)
+    }
+
+    /// The version whose entity hashes differ least from the store's (fewest entities changed,
+    /// only in the store or only in the model); among equally close ones, the newest. With how it differs.
+    public func closestVersion(to metadata: StoreMetadata) -> (version: Version, compatibility: ModelCompatibility) {
+        let comparisons = versions.map { ($0, ModelCompatibility(storeHashes: metadata.versionHashes, modelHashes: $0.model.versionHashes)) }
+        func distance(_ c: ModelCompatibility) -> Int { c.changedEntities.count + c.onlyInStore.count + c.onlyInModel.count }
+        let (version, compatibility) = comparisons.reversed().min { distance($0.1) < distance($1.1) }!
+        return (version, compatibility)
     }
 }

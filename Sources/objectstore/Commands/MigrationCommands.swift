@@ -31,7 +31,7 @@ struct DiffCommand: ParsableCommand {
         let diff = ModelDiff(from: a, to: b, options: allowWidening ? .allowLosslessWidening : [])
         if json {
             let document: [String: Any] = [
-                "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": $0.changes] },
+                "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": diff.markedChanges(of: $0)] },
                 "lightweight": diff.isLightweight,
                 "blockingChanges": diff.blockingChanges,
                 "drops": diff.drops.map { drop -> [String: Any] in
@@ -47,7 +47,7 @@ struct DiffCommand: ParsableCommand {
         var lines: [String] = []
         for entity in diff.entities {
             lines.append("\(entity.entity) (\(entity.status))")
-            lines += entity.changes.map { "  " + $0 }
+            lines += diff.markedChanges(of: entity).map { "  " + $0 }
         }
         if diff.entities.isEmpty { lines.append("no changes") }
         lines.append("lightweight: \(diff.isLightweight ? "yes" : "no")")
