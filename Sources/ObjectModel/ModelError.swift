@@ -10,7 +10,7 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure; new kinds may be added.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Kind: String, Sendable, Hashable {
-            case inconsistentModel, syntax, unreadable, unsupported, unknownVersion
+            case inconsistentModel, syntax, unreadable, unsupported, unknownVersion, notFound
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -25,6 +25,8 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
         /// A model version that was asked for does not exist.
         public static let unknownVersion = Code(.unknownVersion)
+        /// There is no file or folder at the path.
+        public static let notFound = Code(.notFound)
 
         public var description: String { kind.rawValue }
     }

@@ -41,25 +41,43 @@ struct ObjectStoreCommand: ParsableCommand {
         AtomicStore.register()
         LMDBStore.register()
         PostgreSQLStore.register()
+        // `--json` means JSON, errors included: `{"error": {"code": …, "message": …}}` on stdout
+        // (one line, so a JSON Lines reader of watch or history reads it too), the line on stderr as always.
+        let json = CommandLine.arguments.dropFirst().contains("--json")
         do {
             var command = try parseAsRoot()
             try command.run()
         } catch {
-            guard let message = message(for: error) else { exit(withError: error) }
+            guard let (code, message) = describe(error) else {
+                // ArgumentParser's own: a usage error (exit 64), or help and the like (exit 0).
+                if json && exitCode(for: error) != .success {
+                    let line = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? ""
+                    printErrorDocument(code: "usage", message: line.hasPrefix("Error: ") ? String(line.dropFirst(7)) : line)
+                }
+                exit(withError: error)
+            }
+            if json { printErrorDocument(code: code, message: message) }
             fail(message)
         }
     }
 
-    /// What the tool says for one of its own errors (nil for ArgumentParser's, which it reports itself).
-    static func message(for error: any Error) -> String? {
+    /// The code and message of one of the tool's own errors (nil for ArgumentParser's, which it reports itself).
+    static func describe(_ error: any Error) -> (code: String, message: String)? {
         switch error {
-        case let error as ModelError: error.description
-        case let error as StoreError: error.description
-        case let error as CLIError: error.message
-        case let error as MigrationError: error.description
-        case let error as InferenceError: error.description
+        case let error as ModelError: ("\(error.code)", error.description)
+        case let error as StoreError: ("\(error.code)", error.description)
+        case let error as CLIError: (error.code, error.message)
+        case let error as MigrationError: ("\(error.code)", error.description)
+        case let error as InferenceError: ("noMapping", error.description)
         default: nil
         }
+    }
+
+    /// `{"error": {"code": …, "message": …}}` on one line of stdout, passwords masked.
+    static func printErrorDocument(code: String, message: String) {
+        let document = ["error": ["code": code, "message": maskingPasswords(message)]]
+        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        output(String(decoding: data, as: UTF8.self))
     }
 
     /// Prints one line on stderr and exits with status 1.
@@ -78,8 +96,18 @@ struct ObjectStoreCommand: ParsableCommand {
 
 /// A runtime failure of the tool that is neither a model nor a store error.
 struct CLIError: Error {
+    /// What `--json` reports as the error's code: `notFound` for a missing file or store, else `failed`.
+    var code: String
     var message: String
-    init(_ message: String) { self.message = message }
+    init(_ message: String, code: String = "failed") {
+        self.message = message
+        self.code = code
+    }
+
+    /// A file or store that is not there, in the one wording every command uses.
+    static func missing(_ path: String, _ what: String = "file or directory", _ hint: String = "") -> CLIError {
+        CLIError("\(path): no such \(what)\(hint)", code: "notFound")
+    }
 }
 
 /// Writes text to standard output (a write that fails, to a closed pipe or a full disk, is dropped, never a crash).
@@ -97,7 +125,10 @@ func printError(_ text: String) {
 /// - Throws: ``CLIError`` naming the file and saying why it cannot be read.
 func readInput(_ path: String) throws -> Data {
     let fd = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw CLIError("\(path): cannot be read (\(String(cString: strerror(errno))))") }
+    guard fd >= 0 else {
+        if errno == ENOENT { throw CLIError.missing(path) }
+        throw CLIError("\(path): cannot be read (\(String(cString: strerror(errno))))")
+    }
     defer { close(fd) }
     var info = stat()
     if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { throw CLIError("\(path): cannot be read (it is a folder)") }

@@ -95,6 +95,6 @@ struct MigrationCommandTests {
         #expect(result.status == 1)
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.count == 1)
-        #expect(lines.first?.contains("/Contact/p1 fullName minLength") == true)
+        #expect(lines.first?.contains("Contact/1 fullName minLength") == true)
     }
 }

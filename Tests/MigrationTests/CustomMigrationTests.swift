@@ -150,7 +150,7 @@ struct CustomMigrationTests {
         let error = try #require(throws: MigrationError.self) {
             _ = try migrate(v1, v2, mapping: mapping, data: #"{"Person": [{"_id": "a", "name": "Ada"}]}"#, to: backend, policies: policies)
         }
-        #expect("\(error)".contains("Address/p999 does not exist"), "\(error)")
+        #expect("\(error)".contains("Address/999 does not exist"), "\(error)")
     }
 
     @Test("expression parsing and the standard library")

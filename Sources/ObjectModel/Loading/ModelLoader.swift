@@ -21,7 +21,7 @@ public enum ModelLoader {
         let path = url.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ModelError(.unreadable, problems: ["no such file or directory"], file: path)
+            throw ModelError(.notFound, problems: ["no such file or directory"], file: url.relativePath)
         }
         let name = url.deletingPathExtension().lastPathComponent
         if !isDirectory.boolValue {

@@ -435,7 +435,7 @@ public final class ObjectContext {
         for (object, relationship, targets) in deny {
             if let blocking = targets.first(where: { !deletedSet.contains($0) }) {
                 throw StoreError(.deleteDenied,
-                    "cannot delete \(object.objectID.uri.absoluteString): \(object.entity.name).\(relationship.name) still holds \(blocking.uri.absoluteString) (delete rule deny)",
+                    "cannot delete \(object.objectID.key): \(object.entity.name).\(relationship.name) still holds \(blocking.key) (delete rule deny)",
                     objectID: blocking)
             }
         }

@@ -98,7 +98,7 @@ public enum JSONInterchange {
     }
 
     /// `Entity/pk`: an exported object's `_id`.
-    public static func id(_ key: ObjectKey) -> String { "\(key.entity)/\(key.primaryKey)" }
+    public static func id(_ key: ObjectKey) -> String { key.description }
 
     /// A transaction as one line of JSON (`objectstore watch --json`, `history --json`):
     /// `{"author":…,"deleted":[…],"inserted":[…],"timestamp":…,"token":…,"updated":[…],"updatedProperties":{…}}`,

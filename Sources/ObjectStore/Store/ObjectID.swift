@@ -20,8 +20,9 @@ public struct ObjectKey: Sendable, Hashable, Comparable, Codable, CustomStringCo
         a.entity != b.entity ? a.entity < b.entity : a.primaryKey < b.primaryKey
     }
 
-    /// `Entity/p<pk>`.
-    public var description: String { "\(entity)/p\(primaryKey)" }
+    /// `Entity/<pk>`: how a person reads an object's key everywhere (errors, `validate`, history,
+    /// an export's `_id`s); the store it is in is named beside it once.
+    public var description: String { "\(entity)/\(primaryKey)" }
 }
 
 /// An object's identity across stores: the store's UUID, the entity and the primary key.

@@ -145,6 +145,7 @@ public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    /// `<object-uri> <property> <rule>: <message>`.
-    public var description: String { "\(objectID.uri.absoluteString) \(property) \(rule.rawValue): \(message)" }
+    /// `<Entity>/<pk> <property> <rule>: <message>` (the object's key; the store is named by
+    /// whoever reports the failure, never a store's UUID, which may be a staging store's).
+    public var description: String { "\(objectID.key) \(property) \(rule.rawValue): \(message)" }
 }

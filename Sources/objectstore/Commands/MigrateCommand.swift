@@ -89,7 +89,7 @@ struct MigrateCommand: ParsableCommand {
         do {
             // Objects are counted for the reports that show them (counting reads every row on SQLite).
             plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
-        } catch let error as MigrationError where Self.cannotReachTarget(error) && onIncompatible != .fail && !dryRun {
+        } catch let error as MigrationError where Self.cannotReachTarget(error) && onIncompatible != .fail {
             // A fresh, empty store at the target takes the place of one that cannot get there: only
             // a readable store of its type and of no version of the bundle (IncompatibleStore).
             let assessment = try IncompatibleStore.assess(at: url, type: type, versions: versions, failure: error, registry: StoreLocator.registry)
@@ -104,6 +104,19 @@ struct MigrateCommand: ParsableCommand {
             let version = target ?? versions.currentName
             let fresh = try versions.model(named: version)
             var report: [String: Any] = ["store": store, "to": version, "reason": error.message]
+            if dryRun {
+                // What the run would do, nothing done.
+                let moving = onIncompatible == .moveAside
+                report["status"] = moving ? "would-move-aside" : "would-recreate"
+                if json {
+                    print(Self.jsonText(report))
+                } else {
+                    output(moving ? "would move \(store) aside into Incompatible/ beside it and create an empty store at \(version)"
+                                  : "would destroy \(store) and create an empty store at \(version)")
+                }
+                printError("objectstore: \(store): \(error.message)\n")
+                return
+            }
             if onIncompatible == .moveAside {
                 let aside = try type.moveAside(at: url, fresh: fresh)
                 report["status"] = "moved-aside"

@@ -39,7 +39,7 @@ struct ModelExtractCommand: ParsableCommand {
         if typeOption.type == nil && (isDirectory.boolValue || Self.modelExtensions.contains(url.pathExtension.lowercased())) {
             model = try ModelLoader.loadModel(at: url, version: version)
         } else {
-            guard exists else { throw CLIError("\(source): no such store or model") }
+            guard exists else { throw CLIError.missing(source, "store or model") }
             if version != nil { throw ValidationError("--model-version is for a model bundle, not a store") }
             let type = try StoreLocator.type(for: source, explicit: typeOption.type)
             let metadata = try type.readMetadata(at: url)

@@ -6,8 +6,9 @@ extension StagedStore {
     /// The error to report when writing `destination` failed with `error`: it names the
     /// destination, and the staged name in its text is the destination's.
     func failure(_ error: any Error, writing destination: String) -> any Error {
-        guard let message = ObjectStoreCommand.message(for: error)?.replacingOccurrences(of: url.path, with: destination) else { return error }
-        return CLIError(message.hasPrefix(destination + ":") ? message : "\(destination): not written: " + message)
+        guard let (code, text) = ObjectStoreCommand.describe(error) else { return error }
+        let message = text.replacingOccurrences(of: url.path, with: destination)
+        return CLIError(message.hasPrefix(destination + ":") ? message : "\(destination): not written: " + message, code: code)
     }
 
     /// Sweeps what interrupted runs left beside `destination`, telling the user on stderr.

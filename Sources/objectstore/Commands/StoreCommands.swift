@@ -60,7 +60,7 @@ struct ImportCommand: ParsableCommand {
         }
         // A new store is filled under a staged name and moved into place only when complete:
         // a killed import leaves no store, and the next run starts from nothing.
-        guard let model = try modelSelection.modelForNewStore() else { throw CLIError("\(store): no such store (give --model to create it)") }
+        guard let model = try modelSelection.modelForNewStore() else { throw CLIError.missing(store, "store", " (give --model to create it)") }
         try type.checkNewStoreLocation(url)
         if onServer { return try importIntoNewServerStore(url, type: type, model: model, bytes) }
         StagedStore.sweepAndSay(beside: url)

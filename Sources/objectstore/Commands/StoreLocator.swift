@@ -143,7 +143,7 @@ enum StoreLocator {
         guard type.storeExists(at: url) else {
             // A server that cannot be reached is not a store that does not exist: its metadata read says why.
             if isServerURL(path) { _ = try type.readMetadata(at: url) }
-            throw CLIError("\(path): no such store")
+            throw CLIError.missing(path, "store")
         }
     }
 
