@@ -35,10 +35,12 @@ public struct CLI {
         try run(arguments)
     }
 
-    public static func run(_ arguments: [String]) throws -> Result {
+    /// Runs the tool with `arguments`; `environment` replaces the variables it names.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -5,7 +5,7 @@ import ObjectModel
 import ObjectStore
 import PostgreSQLStore
 
-/// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json]`.
+/// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json | --dot | --svg]`.
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
@@ -24,10 +24,15 @@ struct DiffCommand: ParsableCommand {
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
     @Flag(name: .long, help: "Print a JSON document instead of text.") var json = false
+    @OptionGroup(title: "Pictures (added parts green, removed red, renamed blue, changed orange)") var picture: PictureOptions
 
     func run() throws {
+        if json && picture.wanted { throw ValidationError("--json, --dot and --svg each print the diff one way: give one") }
         let a = try ModelLoader.loadModel(at: URL(filePath: modelA), version: versionA)
         let b = try ModelLoader.loadModel(at: URL(filePath: modelB), version: versionB)
+        if picture.wanted {
+            return try picture.print(ModelGraph.dot(from: a, to: b, name: "\(versionA ?? modelA) -> \(versionB ?? modelB)"))
+        }
         let diff = ModelDiff(from: a, to: b, options: allowWidening ? .allowLosslessWidening : [])
         if json {
             let document: [String: Any] = [

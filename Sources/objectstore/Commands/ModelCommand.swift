@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ObjectMigration
 import ObjectModel
 
 /// `objectstore model …`: look at models.
@@ -55,7 +56,7 @@ struct ModelHashesCommand: ParsableCommand {
     }
 }
 
-/// `objectstore model show <model> [--json]`.
+/// `objectstore model show <model> [--json | --dot | --svg]`.
 struct ModelShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
@@ -66,16 +67,70 @@ struct ModelShowCommand: ParsableCommand {
 
     @Flag(name: .long, help: "Print a JSON document instead of text.")
     var json = false
+    @OptionGroup var picture: PictureOptions
+
+    func validate() throws {
+        if json && picture.wanted { throw ValidationError("--json, --dot and --svg each print the model one way: give one") }
+    }
 
     func run() throws {
         let versions = try options.loadVersions()
         let name = options.version ?? versions.currentName
         let model: ManagedObjectModel
         do { model = try versions.model(named: name) } catch let error as ModelError { throw error.located(in: options.model) }
-        if json {
+        if picture.wanted {
+            try picture.print(ModelGraph.dot(model, name: name))
+        } else if json {
             output(try ModelDescription.json(model, version: name, versions: versions.names))
         } else {
             output(ModelDescription.text(model, version: name, versions: versions.names))
         }
+    }
+}
+
+/// `--dot` (Graphviz DOT text) or `--svg` (the picture, drawn by Graphviz's `dot`).
+struct PictureOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print a Graphviz DOT graph (entities with their attributes, relationships as labelled edges).")
+    var dot = false
+    @Flag(name: .long, help: "Print the graph as SVG, drawn by Graphviz's dot (apt-get install graphviz).")
+    var svg = false
+
+    func validate() throws {
+        if dot && svg { throw ValidationError("--dot prints the graph and --svg its picture: give one") }
+    }
+
+    var wanted: Bool { dot || svg }
+
+    /// Prints `graph` as DOT, or as the SVG `dot -Tsvg` draws of it.
+    func print(_ graph: String) throws {
+        guard svg else { return output(graph) }
+        guard let program = Self.findDot() else {
+            throw CLIError("--svg: Graphviz's dot is not installed (apt-get install graphviz), or --dot prints the graph for it", code: "notFound")
+        }
+        let process = Process()
+        process.executableURL = program
+        process.arguments = ["-Tsvg"]
+        let input = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // dot reads all its input before it writes: feed it, then read what it drew.
+        try input.fileHandleForWriting.write(contentsOf: Data(graph.utf8))
+        try input.fileHandleForWriting.close()
+        let drawn = out.fileHandleForReading.readDataToEndOfFile()
+        let complaint = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CLIError("--svg: dot failed (exit \(process.terminationStatus)): \(String(decoding: complaint, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        try? FileHandle.standardOutput.write(contentsOf: drawn)
+    }
+
+    /// `dot` on the PATH.
+    static func findDot() -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(filePath: String($0)).appending(path: "dot") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 }
