@@ -2,13 +2,37 @@ import Foundation
 import ObjectModel
 
 extension JSONInterchange {
+    /// How an import treats the objects a store already has.
+    public struct ImportOptions: Sendable {
+        /// An object of the document whose values of a uniqueness constraint's attributes equal an
+        /// existing object's is that object, updated (the values and relationships the document
+        /// gives replace its own; the rest are kept), as Core Data's and SwiftData's merge by
+        /// constraint does. Without it such an object is a constraint violation and nothing is saved.
+        public var upsert: Bool
+
+        /// Options; by default every object of the document is a new one.
+        public init(upsert: Bool = false) { self.upsert = upsert }
+    }
+
+    /// What an import did, per entity.
+    public struct ImportResult: Sendable, Equatable {
+        /// New objects.
+        public var inserted: [String: Int] = [:]
+        /// Existing objects the document updated (``ImportOptions/upsert``).
+        public var updated: [String: Int] = [:]
+        /// Objects of the document, new or updated.
+        public var objects: [String: Int] { inserted.merging(updated, uniquingKeysWith: +) }
+    }
+
     /// Imports a JSON document into `store` in one save: everything or nothing.
     ///
     /// Objects keep the primary keys their `_id`s name when every `_id` of a
     /// hierarchy has the export form `Entity/pk` and none is in use; otherwise
     /// keys are allocated in document order. A relationship may be given on
     /// either side or on both (it is an error if they disagree); attributes left
-    /// out take their default value. Every object is validated first.
+    /// out take their default value. A relationship may also name an object the store
+    /// already has by its `Entity/pk` (one no `_id` of the document is): the new object is
+    /// linked to it, and its inverse side updated. Every object is validated first.
     ///
     /// - Parameter file: the document's name, for errors.
     /// - Returns: the number of objects imported per entity.
@@ -16,7 +40,14 @@ extension JSONInterchange {
     ///   entity, `_id` and property at fault, or ``StoreError/Code/validationFailed``.
     @discardableResult
     public static func importDocument(_ data: Data, into store: any PersistentStore, file: String = "input") throws -> [String: Int] {
-        var importer = Importer(store: store, file: file)
+        try importDocument(data, into: store, file: file, options: ImportOptions()).objects
+    }
+
+    /// ``importDocument(_:into:file:)`` with options: with ``ImportOptions/upsert``, objects that
+    /// equal existing ones by a uniqueness constraint update them.
+    public static func importDocument(_ data: Data, into store: any PersistentStore, file: String = "input",
+                                      options: ImportOptions) throws -> ImportResult {
+        var importer = Importer(store: store, file: file, options: options)
         return try importer.run(data)
     }
 }
@@ -24,30 +55,42 @@ extension JSONInterchange {
 struct Importer {
     let store: any PersistentStore
     let file: String
+    let options: JSONInterchange.ImportOptions
     var model: ManagedObjectModel { store.model }
+
+    /// An object a relationship of the document names: one of the document's, or one the store has.
+    enum Target: Hashable {
+        case new(Int)
+        case existing(ObjectKey)
+    }
 
     struct Object {
         let entity: EntityDescription
         let id: String
         var key = ObjectKey("", 0)
         var attributes: [String: Value] = [:]
-        var given: [String: [Int]] = [:]
+        /// The attributes the document gives (the rest take their defaults in a new object).
+        var givenAttributes: Set<String> = []
+        var given: [String: [Target]] = [:]
+        /// The existing object this one updates (``JSONInterchange/ImportOptions/upsert``).
+        var updates: ObjectKey?
         let json: [JSONValue.Member]
     }
 
     var objects: [Object] = []
     var byID: [String: Int] = [:]
 
-    init(store: any PersistentStore, file: String) {
+    init(store: any PersistentStore, file: String, options: JSONInterchange.ImportOptions = .init()) {
         self.store = store
         self.file = file
+        self.options = options
     }
 
     func fail(_ message: String) -> StoreError {
         StoreError(.invalidInput, message, url: URL(filePath: file))
     }
 
-    mutating func run(_ data: Data) throws -> [String: Int] {
+    mutating func run(_ data: Data) throws -> JSONInterchange.ImportResult {
         let root: JSONValue
         do {
             root = try JSONValue.parse(data)
@@ -71,13 +114,69 @@ struct Importer {
             }
         }
         for i in objects.indices { try readValues(i) }
+        if options.upsert { try findUpdatedObjects() }
         try assignKeys()
         let records = try buildRecords()
-        try validate(records)
-        try store.bulkInsert(records)
-        var counts: [String: Int] = [:]
-        for object in objects { counts[object.entity.name, default: 0] += 1 }
-        return counts
+        var result = JSONInterchange.ImportResult()
+        for object in objects { object.updates == nil ? (result.inserted[object.entity.name, default: 0] += 1) : (result.updated[object.entity.name, default: 0] += 1) }
+        let linksExisting = objects.contains { $0.given.values.contains { $0.contains { if case .existing = $0 { true } else { false } } } }
+        guard linksExisting || objects.contains(where: { $0.updates != nil }) else {
+            try validate(records)
+            try store.bulkInsert(records)
+            return result
+        }
+        // Existing objects are changed too: one save, the store completing their inverse sides
+        // and checking the rules of every object it changes.
+        var inserted: [ObjectRecord] = [], updated: [ObjectUpdate] = []
+        for (object, record) in zip(objects, records) {
+            guard object.updates != nil else {
+                inserted.append(record)
+                continue
+            }
+            var update = ObjectUpdate(key: record.key)
+            for name in object.givenAttributes { update.attributes[name] = .some(record.attributes[name]) }
+            for name in object.given.keys {
+                guard let relationship = object.entity.relationshipsByName[name] else { continue }
+                if relationship.isToMany { update.toMany[name] = record.toMany[name] ?? [] } else { update.toOne[name] = .some(record.toOne[name]) }
+            }
+            updated.append(update)
+        }
+        try validate(zip(objects, records).filter { $0.0.updates == nil }.map { ($0.0, $0.1) })
+        try store.save(ChangeSet(inserted: inserted, updated: updated))
+        return result
+    }
+
+    /// With upsert: each object whose values of a uniqueness constraint's attributes equal an
+    /// existing object's updates that object (constraints over relationships are not matched).
+    private mutating func findUpdatedObjects() throws {
+        var claimed: [ObjectKey: Int] = [:]
+        for i in objects.indices {
+            let object = objects[i]
+            var found: [(ObjectKey, UniquenessConstraint)] = []
+            for constraint in object.entity.uniquenessConstraints {
+                guard constraint.properties.allSatisfy({ object.entity.attributesByName[$0] != nil }) else { continue }
+                let values = constraint.properties.map { object.attributes[$0] }
+                guard values.allSatisfy({ $0 != nil }) else { continue }
+                let predicate = ObjectPredicate.and(zip(constraint.properties, values).map { .compare($0, .equal, $1) })
+                if let match = try store.fetch(FetchRequest(entity: constraint.entity, predicate: predicate, fetchLimit: 1)).first {
+                    found.append((match.key, constraint))
+                }
+            }
+            guard let (key, constraint) = found.first else { continue }
+            let place = "\(object.entity.name) \(String(reflecting: object.id))"
+            if let other = found.first(where: { $0.0 != key }) {
+                throw fail("\(place) equals \(key) by \(constraint.name) and \(other.0) by \(other.1.name): it cannot update both")
+            }
+            guard key.entity == object.entity.name else {
+                throw fail("\(place) equals \(key) by \(constraint.name), a \(key.entity): an update keeps the object's entity")
+            }
+            if let earlier = claimed[key] {
+                throw fail("\(place) and \(objects[earlier].entity.name) \(String(reflecting: objects[earlier].id)) both equal \(key) by \(constraint.name)")
+            }
+            claimed[key] = i
+            objects[i].updates = key
+            objects[i].key = key
+        }
     }
 
     private mutating func readValues(_ i: Int) throws {
@@ -88,6 +187,7 @@ struct Importer {
             let (key, raw) = (member.key, member.value)
             if let attribute = entity.attributesByName[key], !attribute.isTransient {
                 objects[i].attributes[key] = try Self.value(raw, for: attribute, place: "\(place).\(key)", fail: fail)
+                objects[i].givenAttributes.insert(key)
             } else if let relationship = entity.relationshipsByName[key], !relationship.isTransient {
                 var names: [String] = []
                 if relationship.isToMany {
@@ -103,11 +203,16 @@ struct Importer {
                 } else if raw != .null {
                     throw fail("\(place).\(key): a to-one relationship takes an _id string or null")
                 }
-                var targets: [Int] = []
+                var targets: [Target] = []
                 for name in names {
-                    guard let target = byID[name] else { throw fail("\(place).\(key): no object has _id \(String(reflecting: name))") }
-                    guard objects[target].entity.isKind(of: relationship.destination) else {
-                        throw fail("\(place).\(key): \(String(reflecting: name)) is a \(objects[target].entity.name), not a \(relationship.destination)")
+                    let target: Target
+                    if let index = byID[name] {
+                        guard objects[index].entity.isKind(of: relationship.destination) else {
+                            throw fail("\(place).\(key): \(String(reflecting: name)) is a \(objects[index].entity.name), not a \(relationship.destination)")
+                        }
+                        target = .new(index)
+                    } else {
+                        target = .existing(try existingObject(name, of: relationship.destination, place: "\(place).\(key)"))
                     }
                     guard !targets.contains(target) else { throw fail("\(place).\(key): \(String(reflecting: name)) is listed twice") }
                     targets.append(target)
@@ -123,10 +228,24 @@ struct Importer {
         }
     }
 
-    /// Keeps the keys of `Entity/pk` ids when a whole hierarchy has them and they are free; else allocates.
+    /// The store's object `name` (`Entity/pk`, no `_id` of the document) names, of `destination`'s kind.
+    private func existingObject(_ name: String, of destination: String, place: String) throws -> ObjectKey {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let entity = model.entity(named: String(parts[0])), let pk = Int64(parts[1]) else {
+            throw fail("\(place): no object has _id \(String(reflecting: name))")
+        }
+        guard try store.record(for: ObjectKey(entity.name, pk)) != nil else {
+            throw fail("\(place): no object of the document has _id \(String(reflecting: name)), and the store has no object \(String(reflecting: name))")
+        }
+        guard entity.isKind(of: destination) else { throw fail("\(place): \(name) is a \(entity.name), not a \(destination)") }
+        return ObjectKey(entity.name, pk)
+    }
+
+    /// Keeps the keys of `Entity/pk` ids when a whole hierarchy has them and they are free; else
+    /// allocates (objects that update existing ones have their keys already).
     private mutating func assignKeys() throws {
         var byRoot: [String: [Int]] = [:]
-        for (i, object) in objects.enumerated() { byRoot[object.entity.rootName, default: []].append(i) }
+        for (i, object) in objects.enumerated() where object.updates == nil { byRoot[object.entity.rootName, default: []].append(i) }
         for (root, members) in byRoot.sorted(by: { $0.key < $1.key }) {
             var chosen: [Int64] = []
             for i in members {
@@ -165,27 +284,35 @@ struct Importer {
         for (j, other) in objects.enumerated() {
             for (name, targets) in other.given {
                 guard let inverse = other.entity.relationshipsByName[name]?.inverse else { continue }
-                for i in targets { derived[i][inverse, default: []].append(j) }
+                for case .new(let i) in targets { derived[i][inverse, default: []].append(j) }
+            }
+        }
+        func key(_ target: Target) -> ObjectKey {
+            switch target {
+            case .new(let i): objects[i].key
+            case .existing(let key): key
             }
         }
         for (i, object) in objects.enumerated() {
             for relationship in object.entity.storedRelationships {
                 var members = object.given[relationship.name] ?? []
                 var listed = Set(members)
-                for j in derived[i][relationship.name] ?? [] where !listed.contains(j) {
+                for j in derived[i][relationship.name] ?? [] where !listed.contains(.new(j)) {
                     if object.given[relationship.name] != nil {
                         throw fail("\(label(i)).\(relationship.name) does not list \(String(reflecting: objects[j].id)), but \(label(j)).\(relationship.inverse ?? "") names it")
                     }
-                    members.append(j)
-                    listed.insert(j)
+                    // An object the document updates keeps its other members: the store adds this one.
+                    if object.updates != nil { continue }
+                    members.append(.new(j))
+                    listed.insert(.new(j))
                 }
                 if !relationship.isToMany {
                     guard members.count <= 1 else {
                         throw fail("\(label(i)).\(relationship.name) is to-one, but several objects name it through \(relationship.inverse ?? "")")
                     }
-                    if let target = members.first { records[i].toOne[relationship.name] = objects[target].key }
+                    if let target = members.first { records[i].toOne[relationship.name] = key(target) }
                 } else {
-                    records[i].toMany[relationship.name] = members.map { objects[$0].key }
+                    records[i].toMany[relationship.name] = members.map(key)
                 }
             }
         }
@@ -193,8 +320,13 @@ struct Importer {
     }
 
     private func validate(_ records: [ObjectRecord]) throws {
+        try validate(Array(zip(objects, records)))
+    }
+
+    /// Checks every rule of the new objects (the store checks those it updates).
+    private func validate(_ pairs: [(Object, ObjectRecord)]) throws {
         var failures: [ValidationFailure] = []
-        for (object, record) in zip(objects, records) {
+        for (object, record) in pairs {
             failures += ObjectValidator.failures(of: record, entity: object.entity, id: store.objectID(for: record.key)) { relationship in
                 relationship.isToMany ? record.toMany[relationship.name]?.count ?? 0 : (record.toOne[relationship.name] == nil ? 0 : 1)
             }.map { failure in

@@ -38,6 +38,10 @@ struct ImportCommand: ParsableCommand {
     @OptionGroup var modelSelection: ModelSelection
     @OptionGroup var typeOption: StoreTypeOption
     @OptionGroup var authorOption: AuthorOption
+    @Flag(name: .long, help: ArgumentHelp(
+        "An object whose values of a uniqueness constraint's attributes equal an existing object's updates that object.",
+        discussion: "The values and relationships the document gives replace the object's; the rest are kept. Without it such an object is a constraint violation and nothing is imported."))
+    var upsert = false
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
@@ -49,9 +53,17 @@ struct ImportCommand: ParsableCommand {
             if !onServer { StagedStore.sweepAndSay(beside: url) }
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
-                let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+                let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert))
                 try opened.close()
-                for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
+                // `Entity N` per entity; with --upsert, how many of them were new and how many updated.
+                let counts = result.objects
+                for name in counts.keys.sorted() {
+                    output("\(name) \(counts[name]!)" + (upsert ? " (\(result.inserted[name] ?? 0) new, \(result.updated[name] ?? 0) updated)" : ""))
+                }
+            } catch var error as StoreError where error.code == .uniquenessViolated && !upsert {
+                try? opened.close()
+                error.message += " (nothing was imported; --upsert updates an existing object the document's equals by a constraint)"
+                throw error
             } catch {
                 try? opened.close()
                 throw error
