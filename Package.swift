@@ -2,6 +2,9 @@
 import CompilerPluginSupport
 import PackageDescription
 
+/// swift-log, for the modules that report diagnostics.
+let log: Target.Dependency = .product(name: "Logging", package: "swift-log")
+
 let package = Package(
     name: "ObjectStore",
     platforms: [.macOS(.v15)],
@@ -23,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        // Library diagnostics (a Logger per module; nothing is printed unless the application
+        // configures a handler: `objectstore --verbose` does).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // zlib, for the raw DEFLATE stream Core Data keeps its model in (Z_MODELCACHE).
@@ -31,30 +37,30 @@ let package = Package(
             name: "ObjectModel",
             dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .target(name: "ObjectStore", dependencies: ["ObjectModel"]),
+        .target(name: "ObjectStore", dependencies: ["ObjectModel", log]),
         // What backends that keep each object as one row share: row tables and row sources (the
         // contract's semantics over them), the binary codec, packed rows. Not the core's job.
         .target(name: "StoreToolkit", dependencies: ["ObjectModel", "ObjectStore"]),
-        .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore"]),
+        .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore", log]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit"], path: "Backends/InMemory"),
         .systemLibrary(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(
-            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite", .product(name: "Crypto", package: "swift-crypto")],
+            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite", .product(name: "Crypto", package: "swift-crypto"), log],
             path: "Backends/SQLite"
         ),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB", "CZlib"], path: "Backends/LMDB"),
+        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB", "CZlib", log], path: "Backends/LMDB"),
         // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.
         .systemLibrary(name: "CLibPQ", path: "Backends/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
-            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLibPQ"], path: "Backends/PostgreSQL"
+            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLibPQ", log], path: "Backends/PostgreSQL"
         ),
         .target(
             name: "AtomicStore",
-            dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto"), log],
             path: "Backends/Atomic"
         ),
         // The typed layer, shaped like SwiftData: @Model classes, #Predicate fetches, containers and
@@ -78,7 +84,7 @@ let package = Package(
             name: "objectstore",
             dependencies: [
                 "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore", "LMDBStore",
-                "PostgreSQLStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PostgreSQLStore", .product(name: "ArgumentParser", package: "swift-argument-parser"), log,
             ]
         ),
         .testTarget(

@@ -84,6 +84,7 @@ public struct AtomicStoreType: StoreType {
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "an atomic store needs a file URL") }
         // Through a link or its real path, one store: saves replace the real file, the link stays.
+        logger.debug("opening \(url.path)\(options.readOnly ? ", read-only" : ""): the file is read whole and checked")
         return try AtomicStore(url: FileOperations.resolved(url), model: model, options: options, fileSystem: fileSystem)
     }
 

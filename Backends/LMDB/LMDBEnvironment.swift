@@ -286,6 +286,7 @@ final class LMDBEnvironment {
         var info = MDB_envinfo()
         try Self.check(mdb_env_info(handle, &info), "cannot read the environment's size")
         try Self.check(mdb_env_set_mapsize(handle, info.me_mapsize * 2), "cannot grow the map")
+        logger.debug("\((path as NSString).lastPathComponent): the map grew to \(info.me_mapsize * 2 >> 20) MiB")
     }
 }
 

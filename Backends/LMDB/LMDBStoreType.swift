@@ -39,6 +39,7 @@ public struct LMDBStoreType: StoreType {
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "an LMDB store needs a file URL (use the memory type for an anonymous store)") }
         // Through a link or its real path, one store: one lock file, beside the real file.
+        logger.debug("opening \(url.path)\(options.readOnly ? ", read-only" : "")\(options.deferredDurability ? ", durable at close" : "")")
         return try LMDBStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 

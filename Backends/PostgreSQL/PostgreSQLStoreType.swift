@@ -147,7 +147,9 @@ public struct PostgreSQLStoreType: StoreType {
     /// Connects to the store's server.
     /// - Throws: ``StoreError`` (`io`, or `notFound` for a database that does not exist).
     static func connect(_ location: PostgreSQLLocation) throws -> PGConnection {
-        try mapping(location) { try PGConnection(conninfo: location.conninfo) }
+        // The schema names the store; the connection string may hold a password and is not logged.
+        logger.debug("connecting to the server of the store in schema \(location.schema)")
+        return try mapping(location) { try PGConnection(conninfo: location.conninfo) }
     }
 
     /// Converts the server's errors to the store error, the server's carried as the cause.
@@ -336,7 +338,10 @@ public final class PostgreSQLStagedStore {
             let key = lockKey(schema)
             guard (try? connection.query("SELECT pg_try_advisory_lock(hashtext($1))", [.text(key)]).text(0, 0)) == "t" else { continue }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext($1))", [.text(key)]) }
-            if (try? connection.execute("DROP SCHEMA IF EXISTS \(PGConnection.quote(schema)) CASCADE")) != nil { removed.append(schema) }
+            if (try? connection.execute("DROP SCHEMA IF EXISTS \(PGConnection.quote(schema)) CASCADE")) != nil {
+                removed.append(schema)
+                logger.debug("dropped the staging schema \(schema): an interrupted run left it")
+            }
         }
         return removed
     }

@@ -30,6 +30,7 @@ extension SQLiteStoreType: SchemaChanging {
                 guard step.blockers.isEmpty else {
                     throw StoreError(.invalidChange, "cannot change the schema in place: " + step.blockers.joined(separator: "; "), url: url)
                 }
+                logger.debug("\(url.lastPathComponent): a schema step in place: tables and columns altered in the transaction")
                 try step.apply(to: connection, url: url)
             }
             let last = models.last!

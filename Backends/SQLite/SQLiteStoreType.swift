@@ -39,6 +39,7 @@ public struct SQLiteStoreType: StoreType {
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "a SQLite store needs a file URL (use the memory type for an anonymous store)") }
         // Through a link or its real path, one store: its -wal and -journal beside the real file.
+        logger.debug("opening \(url.path)\(options.readOnly ? ", read-only" : "")\(options.deferredDurability ? ", durable at close" : "")")
         return try SQLiteStore(url: FileOperations.resolved(url), model: model, options: options)
     }
 
@@ -81,6 +82,7 @@ public struct SQLiteStoreType: StoreType {
         let (connection, _) = try Self.openExisting(url, readOnly: false)
         defer { connection.close() }
         let rows = try connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
+        logger.debug("\(url.lastPathComponent): checkpoint \(rows.first == 0 ? "done: the log is folded into the main file" : "could not finish")")
         if rows.first == 1 { throw StoreError(.io, "the checkpoint could not finish: another connection is busy", url: url) }
     }
 

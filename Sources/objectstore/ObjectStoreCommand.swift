@@ -6,6 +6,7 @@ import LMDBStore
 import PostgreSQLStore
 import ObjectMigration
 import ObjectModel
+import Logging
 import ObjectStore
 import SQLiteStore
 
@@ -15,6 +16,7 @@ struct ObjectStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectstore",
         abstract: "Inspect, validate, migrate and convert ObjectStore and Core Data models and stores.",
+        discussion: "--verbose, anywhere on the line, prints the libraries' diagnostics on stderr (what is opened, planned, copied, installed and swept).",
         subcommands: [
             ModelCommand.self, CreateCommand.self, ImportCommand.self, ExportCommand.self, InspectCommand.self,
             DestroyCommand.self, CheckpointCommand.self, DiffCommand.self, ConvertCommand.self, MigrateCommand.self, ValidateCommand.self,
@@ -43,9 +45,20 @@ struct ObjectStoreCommand: ParsableCommand {
         PostgreSQLStore.register()
         // `--json` means JSON, errors included: `{"error": {"code": …, "message": …}}` on stdout
         // (one line, so a JSON Lines reader of watch or history reads it too), the line on stderr as always.
-        let json = CommandLine.arguments.dropFirst().contains("--json")
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let json = arguments.contains("--json")
+        // --verbose shows the libraries' diagnostics (swift-log, debug level) on stderr; without
+        // it they go nowhere. It is the tool's, not a command's, so it may stand anywhere.
+        let verbose = arguments.contains("--verbose")
+        arguments.removeAll { $0 == "--verbose" }
+        LoggingSystem.bootstrap { label in
+            guard verbose else { return SwiftLogNoOpLogHandler() }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .debug
+            return handler
+        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch {
             guard let (code, message) = describe(error) else {

@@ -79,3 +79,24 @@ struct ErrorContractTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.url.appending(path: "Incompatible").path))
     }
 }
+
+@Suite("objectstore --verbose")
+struct VerboseTests {
+    @Test("--verbose, before or after the command, shows the libraries' diagnostics on stderr; without it there are none")
+    func verbose() throws {
+        let workspace = try Workspace()
+        let model = try workspace.write(#"{"format": "objectstore-model", "formatVersion": 1, "entities": [{"name": "A", "attributes": [{"name": "x", "type": "String"}]}]}"#,
+                                        to: "m.json")
+        let store = workspace.url.appending(path: "s.sqlite").path
+        #expect(try CLI.run("create", store, "--model", model).status == 0)
+        let quiet = try CLI.run("convert", store, workspace.url.appending(path: "q.lmdb").path)
+        #expect(quiet.status == 0 && !quiet.stderr.contains("debug"), "\(quiet.stderr)")
+        for arguments in [["--verbose", "convert", store, workspace.url.appending(path: "v1.lmdb").path],
+                          ["convert", store, workspace.url.appending(path: "v2.lmdb").path, "--verbose"]] {
+            let loud = try CLI.run(arguments)
+            #expect(loud.status == 0 && loud.stdout == "A 0\n", "\(loud.stderr)")
+            #expect(loud.stderr.contains("debug objectstore.sqlite") && loud.stderr.contains("debug objectstore.lmdb: [LMDBStore] opening")
+                    && loud.stderr.contains("debug objectstore.store: [ObjectStore] installing"), "\(loud.stderr)")
+        }
+    }
+}

@@ -352,7 +352,11 @@ public final class MigrationManager: Sendable {
         let entities = sourceModel.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
         guard Set(mappings.compactMap(\.sourceEntity)) == Set(entities), mappings.count == entities.count,
               mappings.allSatisfy({ m in context.keepsKeys(m) && SlotProgram(m, context: context)?.copiesAsIs == true }),
-              copier.canCopyObjects(of: entities, from: context.sourceStore) else { return nil }
+              copier.canCopyObjects(of: entities, from: context.sourceStore) else {
+            logger.debug("bulk copy: not used (\(usesBulkCopy ? "the mapping changes objects, or the destination cannot copy from this source" : "turned off")); objects move in batches of \(batchSize)")
+            return nil
+        }
+        logger.debug("bulk copy: the destination copies every object of \(entities.count) entities itself")
         return try step(mappings[0], .createObjects, nil) { try copier.copyObjects(of: entities, from: context.sourceStore) }
     }
 

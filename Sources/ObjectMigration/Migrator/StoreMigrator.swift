@@ -291,6 +291,7 @@ public final class StoreMigrator: Sendable {
                 steps[index].kind = .inPlace
             }
         }
+        logger.debug("plan: the store is at \(from.name); \(steps.isEmpty ? "nothing to do" : steps.map(\.description).joined(separator: "; "))")
         return MigrationPlan(storeVersion: from.name, targetVersion: destination.name, steps: steps, objectCounts: [:],
                              unusedMappings: mappings.map(\.name).filter { !used.contains($0) })
     }
@@ -328,6 +329,7 @@ public final class StoreMigrator: Sendable {
         }
         defer { lock.release() }
         let removed = StagedStore.sweep(beside: url)
+        logger.debug("migrating \(url.path) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
         do {
             try type.checkpoint(at: url)
         } catch {
@@ -369,6 +371,7 @@ public final class StoreMigrator: Sendable {
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
                     try checkDataLoss(run, readingStoreAt: latest?.url ?? url, type: type)
                     let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
+                    logger.debug("steps \(run.map { "\($0.source) -> \($0.destination)" }.joined(separator: ", ")): in place, one transaction on \((latest?.url ?? url).path)")
                     try changer.changeSchema(at: latest?.url ?? url, through: models)
                     // Fused steps share their time; every object went through each without being read
                     // (counted when the plan counted them).
@@ -387,6 +390,7 @@ public final class StoreMigrator: Sendable {
                     try Self.run(willMigrate, on: latest.url, type: type, model: try versions.model(named: step.source), step: step)
                 }
                 let staged = try StagedStore(beside: url, verb: "migrating")
+                logger.debug("step \(index + 1) of \(plan.steps.count), \(step.source) -> \(step.destination): from \((latest?.url ?? url).lastPathComponent) into \(staged.url.lastPathComponent)")
                 let position = index
                 let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
                                                destinationModel: try versions.model(named: step.destination),
@@ -409,6 +413,7 @@ public final class StoreMigrator: Sendable {
                     try Self.run(didMigrate, on: staged.url, type: type, model: try versions.model(named: step.destination), step: step)
                 }
                 result.seconds.append(Date().timeIntervalSince(started))
+                logger.debug("step \(index + 1) done in \(String(format: "%.3f", result.seconds.last!)) s")
                 index += 1
             }
             // Every step in place: the original itself changed, in one transaction. Its history
@@ -429,6 +434,7 @@ public final class StoreMigrator: Sendable {
             try checkCancelled(plan.steps.last!)
             try StagedStore.install(latest.url, type: type, at: url, replacing: type)
             latest.finish()
+            logger.debug("installed the migrated store at \(url.path)")
             return result
         } catch {
             latest?.discard(type)

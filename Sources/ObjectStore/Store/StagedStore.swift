@@ -70,6 +70,7 @@ public final class StagedStore: Sendable {
             // Its files, and the hidden companions named after it (`.<stem>_SUPPORT`, SQLite's external data).
             for name in names where name.hasPrefix(stem) || name.hasPrefix("." + stem) { try? FileManager.default.removeItem(at: folder.appending(path: name)) }
             removed.append(stem)
+            logger.debug("removed \(stem) beside \(destination.lastPathComponent): an interrupted run left it")
         }
         return removed
     }
@@ -80,6 +81,7 @@ public final class StagedStore: Sendable {
     /// unless `replacing`.
     /// - Throws: ``StoreError`` when a file cannot be moved.
     public static func install(_ staged: URL, type: any StoreType, at destination: URL, replacing existing: (any StoreType)?) throws {
+        logger.debug("installing \(staged.lastPathComponent) at \(destination.path)\(existing.map { ", replacing a \($0.name) store" } ?? "")")
         try type.checkNewStoreLocation(destination)
         guard let existing else {
             // The log folded in, the staged sidecars hold nothing the main file needs: they go

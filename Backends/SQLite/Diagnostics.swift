@@ -1,0 +1,6 @@
+import Logging
+
+/// The module's diagnostics (SQLite stores: opening, checkpoints, schema changes in place), through swift-log at debug and trace
+/// level: nothing is printed unless the application configures a handler that shows them
+/// (`LoggingSystem.bootstrap`; `objectstore --verbose` does).
+let logger = Logger(label: "objectstore.sqlite")
