@@ -29,6 +29,8 @@ let package = Package(
         // Library diagnostics (a Logger per module; nothing is printed unless the application
         // configures a handler: `objectstore --verbose` does).
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // `swift package generate-documentation`: the DocC catalogs, built in CI with warnings as errors.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // zlib, for the raw DEFLATE stream Core Data keeps its model in (Z_MODELCACHE).
