@@ -421,7 +421,7 @@ public final class MigrationContext {
     }
 
     /// Sets a relationship of a destination object (phase 2); an ordered to-many may be given the
-    /// order keys to keep (one ascending number per member, ``OrderKeys``), else it is numbered 1, 2, 3…
+    /// order keys to keep (one ascending number per member, `OrderKeys`), else it is numbered 1, 2, 3…
     public func setRelationship(_ name: String, of destination: ObjectKey, to targets: [ObjectKey], orderKeys: [Int64]? = nil) throws {
         try setRelationship(name, of: destination, to: targets, orderKeys: orderKeys, mapping: nil)
     }

@@ -42,7 +42,7 @@ public final class MigrationManager: Sendable {
     public let policies: PolicyRegistry
     /// Objects read and written per batch.
     public let batchSize: Int
-    /// Whether a destination that adopts ``BulkCopying`` copies the objects itself when every
+    /// Whether a destination that adopts `BulkCopying` copies the objects itself when every
     /// mapping moves them as they are (true by default; off, every object moves in batches).
     public let usesBulkCopy: Bool
 
@@ -53,7 +53,15 @@ public final class MigrationManager: Sendable {
     public let progressUpdates: AsyncStream<MigrationProgress>
 
     /// Creates a manager.
-    /// - Parameter progress: called for each batch of each entity mapping and phase.
+    /// - Parameters:
+    ///   - sourceModel: the model of the stores it reads.
+    ///   - destinationModel: the model of the stores it writes.
+    ///   - mapping: how source objects become destination objects.
+    ///   - policies: where the custom policies the mapping names are found.
+    ///   - batchSize: source objects read, and destination objects written, at a time.
+    ///   - usesBulkCopy: whether a destination that can copy a source store itself
+    ///     (`BulkCopying`) does, when the mapping moves every object as it is.
+    ///   - progress: called for each batch of each entity mapping and phase.
     public init(sourceModel: ManagedObjectModel, destinationModel: ManagedObjectModel, mapping: MappingModel,
                 policies: PolicyRegistry = .shared, batchSize: Int = 1_000, usesBulkCopy: Bool = true,
                 progress: (@Sendable (MigrationProgress) -> Void)? = nil) {
@@ -100,10 +108,10 @@ public final class MigrationManager: Sendable {
 
     /// Migrates an open store (opened with ``sourceModel``) into a new store at `destinationURL`.
     ///
-    /// Every read goes through `source`: give it a snapshot (``PersistentStore/snapshot()``)
+    /// Every read goes through `source`: give it a snapshot (`PersistentStore/snapshot()`)
     /// so the migration reads one moment of the store while others write to it.
     /// - Returns: the destination's objects per concrete entity, as the destination gave them
-    ///   when phase 3 read it, or as it reported them when it copied them itself (``BulkCopying``).
+    ///   when phase 3 read it, or as it reported them when it copied them itself (`BulkCopying`).
     /// - Throws: ``MigrationError``; nothing is left at `destinationURL` after a failure.
     @discardableResult
     public func migrateStore(from source: any PersistentStore, to destinationURL: URL, type destinationType: any StoreType,

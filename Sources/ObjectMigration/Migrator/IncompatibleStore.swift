@@ -29,7 +29,12 @@ public enum IncompatibleStore {
     }
 
     /// What the store at `url` is, given that migrating it failed with `failure`.
-    /// - Parameter registry: the types the store's content is recognized by.
+    /// - Parameters:
+    ///   - url: the store.
+    ///   - type: the type it was to be migrated as.
+    ///   - versions: the model versions it was to be migrated with.
+    ///   - failure: why the migration could not run.
+    ///   - registry: the types the store's content is recognized by.
     /// - Throws: ``MigrationError`` with ``MigrationError/Code/recoveryRefused`` saying why
     ///   nothing may be done: the store is of another type than `type`, of another model, at a
     ///   version `versions` has, or a server store.

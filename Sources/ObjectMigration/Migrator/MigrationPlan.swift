@@ -6,7 +6,7 @@ import ObjectStore
 public struct MigrationStep: Sendable, CustomStringConvertible {
     /// How a step moves the store.
     public enum Kind: Sendable, Hashable, CustomStringConvertible {
-        /// The store's own schema change (``SchemaChanging``): its tables altered in one
+        /// The store's own schema change (`SchemaChanging`): its tables altered in one
         /// transaction, no object loaded. Consecutive in-place steps run in one transaction.
         case inPlace
         /// The inferred mapping, through the streaming manager into a new store.
@@ -107,7 +107,7 @@ public enum MigrationStage: Sendable {
 }
 
 /// How a store gets from the version it was written with to a target version: the steps,
-/// each with its mapping, found before anything is written (``StoreMigrator/plan(forStoreAt:type:to:)``).
+/// each with its mapping, found before anything is written (`StoreMigrator/plan(forStoreAt:type:to:)`).
 public struct MigrationPlan: Sendable {
     /// The version the store was written with.
     public var storeVersion: String

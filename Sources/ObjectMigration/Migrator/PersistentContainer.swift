@@ -89,7 +89,7 @@ public final class PersistentContainer: Sendable {
     /// older version (as ``options`` allow), and applies ``Options/onIncompatibleStore`` when it
     /// cannot be opened or migrated.
     /// - Throws: ``MigrationError`` (with ``IncompatibleStorePolicy/fail``, the store untouched),
-    ///   ``StoreError`` when the store cannot be opened for another reason (it is busy, the disk is full).
+    ///   `StoreError` when the store cannot be opened for another reason (it is busy, the disk is full).
     public func load() throws -> LoadedContainer {
         var migration: MigrationResult?
         var movedAside: URL?

@@ -16,13 +16,13 @@ import Synchronization
 ///
 /// The store's version is found by its entity hashes. Each step runs the mapping given for it
 /// (``StepMapping``), else the inferred one; a step with neither is refused before anything is
-/// written, naming the step and every change that blocks inference. ``ModelVersions/nextOverrides``
+/// written, naming the step and every change that blocks inference. `ModelVersions/nextOverrides`
 /// skip a broken version.
 ///
 /// Safety: every step writes a new store beside the original (`.<name>.migrating-<id>`, same
 /// folder, so same file system); the previous intermediate store is destroyed when the next is
 /// complete; the original's whole file set is replaced only at the end, through
-/// ``StoreType/replace(at:with:)``, which leaves one whole store at every moment. After a
+/// `StoreType/replace(at:with:)`, which leaves one whole store at every moment. After a
 /// failure, a cancellation or a `kill -9` at any moment, the store is at its original version
 /// with its original data or at the target with all of it. Leftovers of an interrupted run are
 /// removed by the next run (``MigrationResult/removedLeftovers``). A store written by another
@@ -43,7 +43,7 @@ public final class StoreMigrator: Sendable {
     public let infersMappings: Bool
     /// Objects per batch in each step.
     public let batchSize: Int
-    /// The author a copying step's new store records in its history (``StoreOptions/author``).
+    /// The author a copying step's new store records in its history (`StoreOptions/author`).
     public let author: String?
     /// Whether a step may drop data the store holds (``DataDrop``): an attribute, relationship or
     /// entity no mapping reads, objects a filter leaves out. By default such a step is refused
@@ -81,8 +81,13 @@ public final class StoreMigrator: Sendable {
     ///   matches no version (naming the closest and, for it, the entities that differ),
     ///   ``MigrationError/Code/noMapping`` naming every step that has no mapping and its
     ///   blocking changes, ``MigrationError/Code/store`` when the store cannot be read.
-    /// - Parameter countingObjects: whether to count the store's objects (``MigrationPlan/objectCounts``):
-    ///   counting reads every object's row on some backends (SQLite counts by entity number).
+    /// - Parameters:
+    ///   - url: the store.
+    ///   - type: its type.
+    ///   - target: the version to reach (default: the current one).
+    ///   - countingObjects: whether to count the store's objects (``MigrationPlan/objectCounts``):
+    ///     counting reads every object's row on some backends (SQLite counts by entity number).
+    ///     What the steps drop (``DataDrop``) is counted whenever a step drops something.
     public func plan(forStoreAt url: URL, type: any StoreType, to target: String? = nil, countingObjects: Bool = true) throws -> MigrationPlan {
         let metadata: StoreMetadata
         do {
@@ -201,10 +206,10 @@ public final class StoreMigrator: Sendable {
     }
 
     /// The plan for a store whose metadata is `metadata` (no object counts). With the store's
-    /// `type`, steps the type can do in place (``SchemaChanging``) are planned in place: every
+    /// `type`, steps the type can do in place (`SchemaChanging`) are planned in place: every
     /// step when all of them can be (they then change the store itself, in one transaction), or
     /// those after a copy step (they change the copy).
-    /// - Throws: ``MigrationError`` as ``plan(forStoreAt:type:to:)`` does.
+    /// - Throws: ``MigrationError`` as `plan(forStoreAt:type:to:)` does.
     public func plan(for metadata: StoreMetadata, to target: String? = nil, type: (any StoreType)? = nil) throws -> MigrationPlan {
         let from: ModelVersions.Version
         do {

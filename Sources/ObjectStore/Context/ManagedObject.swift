@@ -180,7 +180,7 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     // MARK: Key-value access
 
-    /// The value of any property: a ``Value`` for an attribute, a ``ManagedObject``
+    /// The value of any property: a `Value` for an attribute, a ``ManagedObject``
     /// for a to-one, an array of them for a to-many, or nil.
     public func value(forKey key: String) throws -> Any? {
         if let slot = entity.objectSlot(key) { return state.values[slot] }
@@ -190,7 +190,7 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         return relationship.isToMany ? try objects(forKey: key) : try object(forKey: key)
     }
 
-    /// Sets any property: a ``Value`` or a ``ValueConvertible`` for an attribute,
+    /// Sets any property: a `Value` or a ``ValueConvertible`` for an attribute,
     /// a ``ManagedObject`` for a to-one, an array of them for a to-many, or nil.
     public func setValue(_ value: Any?, forKey key: String) throws {
         if entity.attributesByName[key] != nil {

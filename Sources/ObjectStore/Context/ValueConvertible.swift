@@ -1,7 +1,7 @@
 import Foundation
 import ObjectModel
 
-/// A Swift type that converts to and from an attribute ``Value``, for typed access.
+/// A Swift type that converts to and from an attribute `Value`, for typed access.
 ///
 /// ```swift
 /// person["age", as: Int.self] = 42

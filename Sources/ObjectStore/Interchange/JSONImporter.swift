@@ -34,7 +34,10 @@ extension JSONInterchange {
     /// already has by its `Entity/pk` (one no `_id` of the document is): the new object is
     /// linked to it, and its inverse side updated. Every object is validated first.
     ///
-    /// - Parameter file: the document's name, for errors.
+    /// - Parameters:
+    ///   - data: the document's bytes (UTF-8 JSON).
+    ///   - store: the store the objects go into (open for writing).
+    ///   - file: the document's name, for errors.
     /// - Returns: the number of objects imported per entity.
     /// - Throws: ``StoreError`` with ``StoreError/Code/invalidInput`` naming the
     ///   entity, `_id` and property at fault, or ``StoreError/Code/validationFailed``.

@@ -9,8 +9,8 @@ import ObjectModel
 /// dictionaries, dates (ISO 8601 text), data (base64 text), UUIDs and URLs (text) become their
 /// JSON counterparts; an object of any other class becomes `{"$class": name, key: value…}` with
 /// its archived keys. An object met again inside itself (a cycle) is an error, and so is an
-/// archive nested deeper than ``maximumDepth`` or expanding (shared objects written out at each
-/// reference) beyond ``maximumValues`` values or 16 times its size in text.
+/// archive nested deeper than `maximumDepth` or expanding (shared objects written out at each
+/// reference) beyond `maximumValues` values or 16 times its size in text.
 ///
 /// ```swift
 /// let json = try KeyedArchive.json(payload)   // "\"The Trial.file\""

@@ -58,7 +58,7 @@ extension PropertyListValue {
 
     /// Decodes a property list (binary or XML) whose top level is a dictionary.
     ///
-    /// Binary ones (`bplist00`, what stores hold) are read by ``BinaryPropertyList``, which checks
+    /// Binary ones (`bplist00`, what stores hold) are read by `BinaryPropertyList`, which checks
     /// every offset and reference; XML ones by Foundation.
     ///
     /// - Returns: nil when `data` is not a property list or its top level is not a dictionary.

@@ -97,7 +97,7 @@ public struct StoreMetadata: Sendable, Hashable {
     }
 
     /// The store's embedded model, or nil when the store has none.
-    /// - Throws: ``ModelError`` when the embedded model is present but unreadable.
+    /// - Throws: `ModelError` when the embedded model is present but unreadable.
     public func embeddedModel() throws -> ManagedObjectModel? {
         guard let data = values[Key.embeddedModel]?.dataValue else { return nil }
         return try JSONModelFormat.decode(data, file: "embedded model")

@@ -68,7 +68,7 @@ public struct UniquenessViolation: Sendable, Hashable, CustomStringConvertible {
 
 extension ChangeSet {
     /// Refuses a change set after which two objects would break a uniqueness constraint of
-    /// the model (``EntityDescription/uniquenessConstraints``): two objects of the constraint's
+    /// the model (`EntityDescription/uniquenessConstraints`): two objects of the constraint's
     /// entity (or its sub-entities) with equal values (``UniqueField``) for all its properties.
     /// An object with no value for any of them is not constrained. Only objects the change set
     /// inserts, or updates in one of a constraint's properties, are checked, against each other
@@ -76,6 +76,8 @@ extension ChangeSet {
     ///
     /// Call it after ``checkShape(model:)``.
     /// - Parameters:
+    ///   - model: the model whose constraints are checked.
+    ///   - url: the store's location, for the error.
     ///   - stored: the stored values of the named properties of an existing object (nil in the
     ///     array for no value; nil for no such object).
     ///   - holders: the stored objects of the constraint's entity and its sub-entities whose

@@ -1,6 +1,6 @@
 import ObjectModel
 
-/// Objects of one entity, their values by slot (``EntityLayout``): what moves through the
+/// Objects of one entity, their values by slot (`EntityLayout`): what moves through the
 /// store contract's batch forms (``PersistentStore/scanBatch(entity:after:limit:)`` and
 /// ``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``) without a
 /// dictionary per object.

@@ -27,7 +27,9 @@ public final class StagedStore: Sendable {
     private let lockURL: URL
 
     /// Takes a new staged name beside `destination` and locks it.
-    /// - Parameter verb: one of ``verbs``: what the staged store is for.
+    /// - Parameters:
+    ///   - destination: where the store is to be installed; the staged name is in its folder.
+    ///   - verb: one of ``verbs``: what the staged store is for.
     /// - Throws: ``StoreError`` when the lock file cannot be made.
     public init(beside destination: URL, verb: String) throws {
         precondition(Self.verbs.contains(verb), "a staged store's verb is one of StagedStore.verbs")

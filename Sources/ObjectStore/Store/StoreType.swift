@@ -50,7 +50,7 @@ public protocol StoreType: Sendable {
     /// writer of the store takes: no writer, in this process or another, commits while `body`
     /// runs (a writer that holds the lock is waited for, like writers wait for each other, or
     /// the call fails with ``StoreError/Code/busy``). What ``moveAside(at:fresh:)`` and
-    /// ``recreate(at:model:)`` move files under. A writer that opened the store before `body`
+    /// ``recreate(at:model:unchangedSince:)`` move files under. A writer that opened the store before `body`
     /// moved or replaced its files refuses to commit afterwards
     /// (``StoreError/Code/storeReplaced``): it would write into files that are no longer the store.
     ///
