@@ -19,20 +19,38 @@ public enum JSONInterchange {
         /// Whether transformable values that are keyed archives are shown as the JSON they
         /// hold (``KeyedArchive``) instead of their bytes in base64: for reading, not for `import`.
         public var decodeTransformables: Bool
+        /// The order of a page of ``entity``'s objects (with ``limit`` and ``offset``): the store
+        /// sorts, skips and limits as a fetch does (in SQL where it can). Empty, with no limit and
+        /// no offset: every object, entity by entity in primary-key order.
+        public var sortDescriptors: [ObjectSortDescriptor]
+        /// At most this many objects (a page; needs ``entity``).
+        public var limit: Int?
+        /// Objects skipped before the page (needs ``entity``).
+        public var offset: Int
 
         /// Creates options.
-        public init(entity: String? = nil, predicate: ObjectPredicate? = nil, batchSize: Int = 1_000, decodeTransformables: Bool = false) {
+        public init(entity: String? = nil, predicate: ObjectPredicate? = nil, batchSize: Int = 1_000, decodeTransformables: Bool = false,
+                    sortDescriptors: [ObjectSortDescriptor] = [], limit: Int? = nil, offset: Int = 0) {
             self.entity = entity
             self.predicate = predicate
             self.batchSize = batchSize
             self.decodeTransformables = decodeTransformables
+            self.sortDescriptors = sortDescriptors
+            self.limit = limit
+            self.offset = offset
         }
+
+        /// Whether the export is one page of a fetch (a sort, a limit or an offset).
+        var isPage: Bool { !sortDescriptors.isEmpty || limit != nil || offset != 0 }
     }
 
     /// Writes a store as JSON, streaming it a batch at a time to `write`.
     ///
     /// Entities in name order, objects in primary-key order, keys sorted,
-    /// `_id`s of the form `Entity/pk`, both sides of every relationship.
+    /// `_id`s of the form `Entity/pk`, both sides of every relationship. A page
+    /// (``ExportOptions/sortDescriptors``, ``ExportOptions/limit``, ``ExportOptions/offset``)
+    /// holds the objects one fetch of ``ExportOptions/entity`` gives, each under its own
+    /// entity, in the fetch's order.
     public static func export(_ store: any PersistentStore, options: ExportOptions = ExportOptions(),
                               write: (String) throws -> Void) throws {
         let model = store.model
@@ -45,6 +63,17 @@ public enum JSONInterchange {
         if let predicate = options.predicate {
             for name in names { try PredicateEvaluator.check(predicate, on: model.entity(named: name)!, in: model) }
         }
+        // A page: one fetch, sorted, skipped and limited by the store.
+        var page: [String: [ObjectRecord]]?
+        if options.isPage {
+            guard let entity = options.entity else {
+                throw StoreError(.invalidFetch, "a sort, a limit or an offset pages the objects of one entity: name it")
+            }
+            guard options.limit.map({ $0 >= 0 }) ?? true, options.offset >= 0 else { throw StoreError(.invalidFetch, "a limit and an offset are 0 or more") }
+            let records = try store.fetch(FetchRequest(entity: entity, predicate: options.predicate, sortDescriptors: options.sortDescriptors,
+                                                       fetchLimit: options.limit, fetchOffset: options.offset))
+            page = Dictionary(grouping: records, by: \.key.entity)
+        }
         try write("{")
         var firstEntity = true
         for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
@@ -54,9 +83,11 @@ public enum JSONInterchange {
             try write(head + ": [")
             firstEntity = false
             var firstObject = true
-            for batch in store.batches(of: name, size: options.batchSize) {
+            let batches: AnySequence<Result<[ObjectRecord], any Error>> = page.map { page in AnySequence([.success(page[name] ?? [])]) }
+                ?? AnySequence(store.batches(of: name, size: options.batchSize))
+            for batch in batches {
                 for record in try batch.get() {
-                    if let predicate = options.predicate,
+                    if page == nil, let predicate = options.predicate,
                        try !PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: record, store: store)) { continue }
                     var entries: [(String, JSONText)] = [("_id", .string(id(record.key)))]
                     for attribute in entity.storedAttributes {

@@ -119,7 +119,8 @@ extension ImportCommand {
     }
 }
 
-/// `objectstore export <store> [--model M] [--model-version V] [--type T] [--entity E] [--where PREDICATE] [--output F] [--decode-transformables]`.
+/// `objectstore export <store> [--model M] [--model-version V] [--type T] [--entity E] [--where PREDICATE] [--sort KEY[:desc]]...
+/// [--limit N] [--offset N] [--output F] [--decode-transformables]`.
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "export", abstract: "Export a store as JSON.")
 
@@ -128,7 +129,31 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var typeOption: StoreTypeOption
     @Option(name: .long, help: "Only objects of this entity (and its sub-entities).") var entity: String?
     @Option(name: .customLong("where"), help: "Only objects matching this predicate (NSPredicate syntax).") var predicate: String?
+    @Option(name: .long, help: ArgumentHelp("Sort the objects of --entity by this key path, ascending, or descending with :desc (repeatable: the first decides, the next breaks ties).",
+                                            valueName: "key[:desc]"))
+    var sort: [String] = []
+    @Option(name: .long, help: "At most this many objects of --entity (after --offset).") var limit: Int?
+    @Option(name: .long, help: "Skip this many objects of --entity first.") var offset: Int = 0
     @Option(name: .long, help: "Write to this file instead of standard output.") var output: String?
+
+    func validate() throws {
+        if entity == nil && (!sort.isEmpty || limit != nil || offset != 0) {
+            throw ValidationError("--sort, --limit and --offset page the objects of one entity: give --entity")
+        }
+        if let limit, limit < 0 { throw ValidationError("--limit \(limit): give 0 or more") }
+        if offset < 0 { throw ValidationError("--offset \(offset): give 0 or more") }
+        for key in sort where key.isEmpty || key.hasPrefix(":") || (key.contains(":") && !key.hasSuffix(":desc") && !key.hasSuffix(":asc")) {
+            throw ValidationError("--sort \(key): write KEY, KEY:asc or KEY:desc")
+        }
+    }
+
+    /// `--sort` as sort descriptors.
+    var sortDescriptors: [ObjectSortDescriptor] {
+        sort.map { key in
+            if key.hasSuffix(":desc") { return ObjectSortDescriptor(String(key.dropLast(5)), ascending: false) }
+            return ObjectSortDescriptor(key.hasSuffix(":asc") ? String(key.dropLast(4)) : key)
+        }
+    }
     @Flag(name: .long, help: "Show transformable values that are keyed archives (NSKeyedArchiver) as the JSON they hold, not as base64 (for reading: import takes base64).")
     var decodeTransformables = false
 
@@ -137,7 +162,8 @@ struct ExportCommand: ParsableCommand {
         let predicate = try parsePredicate(self.predicate)
         let opened = try StoreLocator.snapshot(store, type: type, selection: modelSelection)
         defer { try? opened.close() }
-        let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate, decodeTransformables: decodeTransformables)
+        let options = JSONInterchange.ExportOptions(entity: entity, predicate: predicate, decodeTransformables: decodeTransformables,
+                                                    sortDescriptors: sortDescriptors, limit: limit, offset: offset)
         guard let output else {
             // Writes that fail (a closed pipe, a full disk) are errors, not crashes.
             try JSONInterchange.export(opened, options: options) { try FileHandle.standardOutput.write(contentsOf: Data($0.utf8)) }
