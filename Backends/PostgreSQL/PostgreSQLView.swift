@@ -397,11 +397,16 @@ extension PostgreSQLView {
         return ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
     }
 
-    /// PostgreSQL's plan (`EXPLAIN`) for the SELECT a fetch of `request` runs for each entity it
-    /// reads: the predicate's translated part in SQL (its indexes), or every key of the entity.
-    /// What is not in SQL (the rest of the predicate, the sort, the window) runs in Swift.
+    /// PostgreSQL's plan (`EXPLAIN`) for what a fetch of `request` runs: the one SELECT of the whole
+    /// request (``fetchedKeys(_:model:)``: predicate, sort and window in SQL) when it translates
+    /// exactly; else, for each entity it reads, the predicate's translated part in SQL (its
+    /// indexes) or every key of the entity, the rest (predicate, sort, window) in Swift.
     func queryPlan(_ request: FetchRequest, model: ManagedObjectModel) throws -> [String] {
         guard let entity = model.entity(named: request.entityName) else { throw StoreError(.invalidFetch, "no entity named \(request.entityName)") }
+        if let (sql, parameters) = try pageQuery(request, model: model) {
+            let rows = try connection.query("EXPLAIN " + sql, parameters)
+            return (0..<rows.count).compactMap { rows.text($0, 0) }
+        }
         var lines: [String] = []
         for name in request.includesSubentities ? entity.kindNames : [entity.name] {
             let columns = try columns(name)
@@ -437,5 +442,148 @@ extension PostgreSQLView {
         parameters.append(PostgreSQLValues.parameter(constant))
         let comparison = "\(column) \(sqlOperator) $\(parameters.count)"
         return c.op == .equal ? comparison : "(\(column) IS NULL OR \(comparison))"
+    }
+}
+
+// MARK: Whole fetches in SQL
+
+extension PostgreSQLView {
+    /// One SELECT of the keys a fetch gives, when its predicate and sort translate to SQL that gives
+    /// exactly the evaluator's answers: the page's keys only cross the wire, whatever the store's size.
+    func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]? {
+        guard let (sql, parameters) = try pageQuery(request, model: model) else { return nil }
+        let rows = try connection.query(sql, parameters)
+        return try (0..<rows.count).map { r in
+            guard let entity = rows.text(r, 0), let pk = rows.int64(r, 1) else { throw StoreError(.corrupt, "a row without a key", url: location.url) }
+            return ObjectKey(entity, pk)
+        }
+    }
+
+    /// The SELECT of ``fetchedKeys(_:model:)``, or nil when the request is not all SQL's.
+    private func pageQuery(_ request: FetchRequest, model: ManagedObjectModel) throws -> (String, [PGParameter?])? {
+        guard let (from, selected) = try exactSelection(request, model: model),
+              let order = try exactOrder(request.sortDescriptors, model: model, request: request) else { return nil }
+        var parameters = selected
+        var sql = "SELECT entity, pk \(from) ORDER BY \((order + ["pk"]).joined(separator: ", "))"
+        if let limit = request.fetchLimit {
+            parameters.append(.text(String(max(0, limit))))
+            sql += " LIMIT $\(parameters.count)"
+        }
+        if request.fetchOffset > 0 {
+            parameters.append(.text(String(request.fetchOffset)))
+            sql += " OFFSET $\(parameters.count)"
+        }
+        return (sql, parameters)
+    }
+
+    /// `count(*)` of the selection, the window applied in Swift.
+    func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? {
+        guard let (from, parameters) = try exactSelection(request, model: model) else { return nil }
+        let rows = try connection.query("SELECT count(*) \(from)", parameters)
+        let total = Int(rows.int64(0, 0) ?? 0)
+        return min(max(0, total - max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
+    }
+
+    /// `FROM … WHERE …` selecting exactly the objects the request's entity (and sub-entities) and
+    /// predicate give, or nil when the predicate has a part SQL does not answer exactly.
+    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel) throws -> (String, [PGParameter?])? {
+        guard let entity = model.entity(named: request.entityName) else { return nil }
+        let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
+        guard !kinds.isEmpty, let columns = layout.entities[entity.name], let resolve = try sharedColumns(entity, kinds) else { return nil }
+        var parameters: [PGParameter?] = kinds.map { .text($0) }
+        var conditions = ["entity IN (" + kinds.indices.map { "$\($0 + 1)" }.joined(separator: ", ") + ")"]
+        if let predicate = request.predicate {
+            guard let condition = exactCondition(predicate, resolve, &parameters) else { return nil }
+            conditions.append(condition)
+        }
+        return ("FROM \(location.qualified(columns.table)) WHERE " + conditions.joined(separator: " AND "), parameters)
+    }
+
+    /// The column and type of each attribute of `entity`, when every kind read keeps it in the same column.
+    private func sharedColumns(_ entity: EntityDescription, _ kinds: [String]) throws -> ((String) -> (column: String, type: AttributeType)?)? {
+        var found: [String: (String, AttributeType)] = [:]
+        for (slot, attribute) in entity.layout.attributes.enumerated() {
+            let column = try columns(entity.name).attributes[slot]
+            for kind in kinds {
+                guard let other = layout.entities[kind], let s = other.entity.layout.attributeSlot(attribute.name),
+                      other.attributes[s] == column else { return nil }
+            }
+            found[attribute.name] = (PGConnection.quote(column), attribute.type)
+        }
+        return { found[$0] }
+    }
+
+    /// A predicate as a two-valued SQL condition that holds exactly where the evaluator says true,
+    /// or nil. Translated: `AND`, `OR`, `NOT`, constants, and comparisons of an attribute with a
+    /// constant of its kind, without options or quantifiers: integers and Booleans (`==`, `!=`; and
+    /// for integers `<`, `<=`, `>`, `>=`), doubles and dates by order (a NaN compares false), and
+    /// nil tests. A missing value is unequal to every constant and fails every order comparison.
+    private func exactCondition(_ predicate: ObjectPredicate, _ resolve: (String) -> (column: String, type: AttributeType)?,
+                                _ parameters: inout [PGParameter?]) -> String? {
+        switch predicate {
+        case .constant(let value): return value ? "TRUE" : "FALSE"
+        case .and(let parts), .or(let parts):
+            guard !parts.isEmpty else { if case .and = predicate { return "TRUE" } else { return "FALSE" } }
+            var translated: [String] = []
+            for part in parts {
+                guard let condition = exactCondition(part, resolve, &parameters) else { return nil }
+                translated.append(condition)
+            }
+            if case .and = predicate { return "(" + translated.joined(separator: " AND ") + ")" }
+            return "(" + translated.joined(separator: " OR ") + ")"
+        case .not(let part):
+            return exactCondition(part, resolve, &parameters).map { "(NOT \($0))" }
+        case .comparison(let c):
+            guard c.quantifier == .direct, c.options.isEmpty, case .keyPath(let name) = c.lhs, case .constant(let constant) = c.rhs,
+                  let (column, type) = resolve(name) else { return nil }
+            guard let constant else {
+                switch c.op {
+                case .equal: return "(\(column) IS NULL)"
+                case .notEqual: return "(\(column) IS NOT NULL)"
+                default: return nil
+                }
+            }
+            let ordering = [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains(c.op)
+            switch (type, constant) {
+            case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer), (.boolean, .boolean):
+                guard c.op == .equal || c.op == .notEqual || (ordering && type != .boolean) else { return nil }
+            case (.double, .double), (.float, .double), (.date, .date):
+                guard ordering else { return nil }
+                if case .double(let v) = constant, v.isNaN { return "FALSE" }
+                if case .date(let d) = constant, d.timeIntervalSinceReferenceDate.isNaN { return "FALSE" }
+            default: return nil
+            }
+            guard let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
+            parameters.append(PostgreSQLValues.parameter(constant))
+            let comparison = "\(column) \(sqlOperator) $\(parameters.count)"
+            if c.op == .notEqual { return "(\(column) IS NULL OR \(comparison))" }
+            let number = type == .double || type == .float || type == .date
+            return "(\(column) IS NOT NULL" + (number ? " AND \(column) <> 'NaN'" : "") + " AND \(comparison))"
+        }
+    }
+
+    /// ORDER BY terms giving ``ValueOrdering/total(_:_:)``'s order for each descriptor (a missing
+    /// value first, a NaN before other numbers, strings by their UTF-8 bytes), or nil when a key
+    /// is not an attribute of a kind SQL orders exactly.
+    private func exactOrder(_ descriptors: [ObjectSortDescriptor], model: ManagedObjectModel, request: FetchRequest) throws -> [String]? {
+        guard let entity = model.entity(named: request.entityName) else { return nil }
+        let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
+        guard let resolve = try sharedColumns(entity, kinds) else { return nil }
+        var terms: [String] = []
+        for descriptor in descriptors {
+            guard let (column, type) = resolve(descriptor.keyPath) else { return nil }
+            let (up, down) = descriptor.ascending ? ("ASC", "DESC") : ("DESC", "ASC")
+            terms.append("(\(column) IS NOT NULL) \(up)")
+            switch type {
+            case .integer16, .integer32, .integer64, .boolean:
+                terms.append("\(column) \(up)")
+            case .double, .float, .date:
+                terms.append("(\(column) = 'NaN') \(down)")
+                terms.append("\(column) \(up)")
+            default:
+                return nil
+            }
+        }
+        return terms
     }
 }

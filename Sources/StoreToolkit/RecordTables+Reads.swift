@@ -37,12 +37,17 @@ extension RowSource {
 
     /// The records a request matches, sorted, with its offset and limit applied.
     public func fetch(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectRecord] {
+        if try checked(request, model: model), let keys = try fetchedKeys(request, model: model) {
+            // The source answered the whole request: read only the rows of the page.
+            return try keys.compactMap { key in try row(key).map { try record(key, $0, model: model) } }
+        }
         let matches = try matching(request, model: model)
         return try matches.dropFirst(Swift.max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map { try $0.record() }
     }
 
     /// How many records ``fetch(_:model:)`` would return.
     public func count(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int {
+        if try checked(request, model: model), let count = try fetchedCount(request, model: model) { return count }
         if request.predicate == nil, let entity = model.entity(named: request.entityName) {
             // No predicate: count keys, decode nothing.
             var total = 0
@@ -55,6 +60,16 @@ extension RowSource {
         unsorted.sortDescriptors = []
         let total = try matching(unsorted, model: model).count
         return Swift.min(Swift.max(0, total - Swift.max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
+    }
+
+    /// Whether the request names an entity of the model and its predicate applies to it (else the
+    /// fetch throws, naming what is wrong). True: a source may answer it.
+    private func checked(_ request: FetchRequest, model: ManagedObjectModel) throws -> Bool {
+        guard let entity = model.entity(named: request.entityName) else {
+            throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
+        }
+        if let predicate = request.predicate { try PredicateEvaluator.check(predicate, on: entity, in: model) }
+        return true
     }
 
     private func matching(_ request: FetchRequest, model: ManagedObjectModel) throws -> [RowSubject<Self>] {

@@ -22,12 +22,21 @@ public protocol RowSource {
     /// that can narrow a fetch itself (PostgreSQL translates comparisons with constants to SQL)
     /// answers; the default does not.
     func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]?
+    /// The keys of the objects a fetch of `request` gives — its predicate, sort, offset and limit
+    /// applied — in the fetch's order, when the source answers the whole request itself with the
+    /// evaluator's exact answers (PostgreSQL, in one SELECT); nil to let the evaluator do it. The
+    /// request's predicate has been checked against the model.
+    func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]?
+    /// How many objects a fetch of `request` gives, when the source counts them itself exactly; nil otherwise.
+    func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int?
 }
 
 extension RowSource {
     public func exists(_ key: ObjectKey) throws -> Bool { try row(key) != nil }
     public func rowCount(of entity: String) throws -> Int { try primaryKeys(of: entity, after: nil, limit: nil).count }
     public func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? { nil }
+    public func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]? { nil }
+    public func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? { nil }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
     /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a to-one that holds several objects.
