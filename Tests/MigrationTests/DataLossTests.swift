@@ -105,3 +105,93 @@ struct DataLossTests {
         #expect(try allowed.load().migration?.plan.targetVersion == "v2")
     }
 }
+
+/// The held-out case that lost data with no word: a store Apple's Core Data wrote at Model 1 of
+/// a three-version model, migrated to Model 3 by inference. The counts are SQLite's own.
+@Suite("Data a migration step drops: a real Core Data store")
+struct RealStoreDataLossTests {
+    /// Model 2 and 3 of the store's model (its Model 1 ships with the fixture): Model 2 moves the
+    /// author to an entity of its own and makes a book's user a to-many; Model 3 moves the file URL
+    /// to a File entity and relates users to files, not books.
+    static let model2 = """
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+            <entity name="Author" syncable="YES">
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="authors" inverseEntity="Book"/>
+            </entity>
+            <entity name="Book" syncable="YES">
+                <attribute name="fileURL" optional="YES" attributeType="Transformable"/>
+                <attribute name="title" optional="YES" attributeType="String"/>
+                <relationship name="authors" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Author" inverseName="books" inverseEntity="Author"/>
+                <relationship name="users" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="User" inverseName="books" inverseEntity="User"/>
+            </entity>
+            <entity name="User" syncable="YES">
+                <attribute name="userId" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                <relationship name="books" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Book" inverseName="users" inverseEntity="Book"/>
+            </entity>
+        </model>
+        """
+    static let model3 = """
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+            <entity name="Author" syncable="YES">
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="authors" inverseEntity="Book"/>
+            </entity>
+            <entity name="Book" syncable="YES">
+                <attribute name="title" optional="YES" attributeType="String"/>
+                <relationship name="authors" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Author" inverseName="books" inverseEntity="Author"/>
+                <relationship name="files" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="File" inverseName="book" inverseEntity="File"/>
+            </entity>
+            <entity name="File" syncable="YES">
+                <attribute name="fileURL" optional="YES" attributeType="Transformable"/>
+                <relationship name="book" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Book" inverseName="files" inverseEntity="Book"/>
+                <relationship name="user" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="User" inverseName="files" inverseEntity="User"/>
+            </entity>
+            <entity name="User" syncable="YES">
+                <attribute name="userId" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                <relationship name="files" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="File" inverseName="user" inverseEntity="File"/>
+            </entity>
+        </model>
+        """
+
+    @Test("Model 1 -> 3 names authorName, fileURL and the books' users with SQLite's counts, is refused untouched, and runs when allowed")
+    func modelOneToThree() throws {
+        let workspace = try Workspace()
+        let url = workspace.folder.appending(path: "Model1.sqlite")
+        try RealCoreDataStores.make("bookmigration-model1", at: url)
+        let bundle = workspace.folder.appending(path: "Model.xcdatamodeld")
+        for (name, text) in [("Model1", try String(contentsOf: try #require(RealCoreDataStores.model("bookmigration-model1")).appending(path: "contents"), encoding: .utf8)),
+                             ("Model2", Self.model2), ("Model3", Self.model3)] {
+            let folder = bundle.appending(path: "\(name).xcdatamodel")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: folder.appending(path: "contents"))
+        }
+        let versions = try ModelVersions(versions: try ["Model1", "Model2", "Model3"].map {
+            ModelVersions.Version(name: $0, model: try ModelLoader.loadModel(at: bundle.appending(path: "\($0).xcdatamodel")))
+        })
+        // The oracle: what SQLite itself counts in Apple's file.
+        let raw = try RawDatabase(url)
+        let authors = try raw.strings("SELECT count(*) FROM ZBOOK WHERE ZAUTHORNAME IS NOT NULL")[0][0]
+        let files = try raw.strings("SELECT count(*) FROM ZBOOK WHERE ZFILEURL IS NOT NULL")[0][0]
+        let users = try raw.strings("SELECT count(*) FROM ZBOOK WHERE ZUSER IS NOT NULL")[0][0]
+        let titles = try raw.strings("SELECT ZTITLE FROM ZBOOK ORDER BY ZTITLE").map { $0[0] }
+        raw.close()
+        #expect(authors != "0" && files != "0" && users != "0")
+        let type = Backends.type("sqlite")
+        let plan = try StoreMigrator(versions: versions).plan(forStoreAt: url, type: type)
+        #expect(plan.steps.map(\.description) == [
+            "Model1 -> Model2: lightweight; drops Book.authorName (\(authors) values)",
+            "Model2 -> Model3: in-place; drops Book.fileURL (\(files) values), Book.users (\(users) links)",
+        ])
+        let before = try Data(contentsOf: url)
+        let error = try #require(throws: MigrationError.self) { try StoreMigrator(versions: versions).migrateStore(at: url, type: type) }
+        #expect(error.code == .dataLoss && error.message.contains("Book.authorName (\(authors) values)"))
+        #expect(try Data(contentsOf: url) == before, "Apple's file as it was")
+        try StoreMigrator(versions: versions, allowsDataLoss: true).migrateStore(at: url, type: type)
+        let after = try RawDatabase(url)
+        defer { after.close() }
+        #expect(try after.strings("SELECT ZTITLE FROM ZBOOK ORDER BY ZTITLE").map { $0[0] } == titles, "the books themselves kept")
+    }
+}

@@ -79,6 +79,8 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
             for relationship in entity.storedRelationships where !read.contains(relationship.name) {
                 // Links the inverse carries are kept: every concrete kind the relationship reaches reads it.
                 if let inverse = relationship.inverse, let target = source.entity(named: relationship.destination) {
+                    // A pair neither side of which is read is one loss: named once, by the side met first.
+                    if drops.contains(where: { $0.kind == .relationship && $0.property == inverse && target.kindNames.contains($0.entity) }) { continue }
                     let kinds = target.kindNames.filter { source.entity(named: $0)?.isAbstract == false }
                     let inverseRead = !kinds.isEmpty && kinds.allSatisfy { kind in
                         guard let read = readByKind[kind] else { return false }
@@ -170,7 +172,9 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
                 switch maker.attributeMappings[property] ?? maker.relationshipMappings[property] {
                 case .source(let path) where !path.isEmpty && !path.contains("."): origin.property = path
                 case .destinations(_, .source(let path)) where !path.isEmpty && !path.contains("."): origin.property = path
-                case nil, .constant: return .madeByTheMigration
+                // An attribute no expression sets takes its default; a relationship may have been
+                // filled through its inverse, so what it holds is counted when the step runs.
+                case nil where origin.kind == .attribute, .constant: return .madeByTheMigration
                 default: return .unknown
                 }
             }

@@ -143,7 +143,14 @@ public final class StoreMigrator: Sendable {
             for index in steps.indices {
                 for (position, drop) in steps[index].drops.enumerated() {
                     guard drop.kind != .filtered || index == 0 else { continue }
-                    switch drop.origin(through: steps[..<index]) {
+                    var origin = drop.origin(through: steps[..<index])
+                    // A relationship's links are its inverse's: followed back from that side when this one was made by a step.
+                    if case .unknown = origin, drop.kind == .relationship, let property = drop.property,
+                       let relationship = try versions.model(named: steps[index].source).entity(named: drop.entity)?.relationshipsByName[property],
+                       let inverse = relationship.inverse {
+                        origin = DataDrop(kind: .relationship, entity: relationship.destination, property: inverse).origin(through: steps[..<index])
+                    }
+                    switch origin {
                     case .store(let origin): plan.steps[index].drops[position].count = try origin.counted(in: store, mapping: steps[0].mapping).count
                     case .madeByTheMigration: plan.steps[index].drops[position].count = 0
                     case .unknown: continue
