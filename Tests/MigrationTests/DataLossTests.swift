@@ -195,3 +195,19 @@ struct RealStoreDataLossTests {
         #expect(try after.strings("SELECT ZTITLE FROM ZBOOK ORDER BY ZTITLE").map { $0[0] } == titles, "the books themselves kept")
     }
 }
+
+@Test("an error in an intermediate store names the store being migrated, never the staged copy or its UUID")
+func intermediateStoreErrorsNameTheStore() throws {
+    let workspace = try Workspace()
+    let url = workspace.location("notes", "sqlite")
+    try makeStore("sqlite", at: url, model: History.model("v1"), json: History.document("v1"))
+    let before = try Data(contentsOf: url)
+    let stages: [MigrationStage] = [.custom(from: "v1", to: "v2", didMigrate: { context in
+        _ = try context.insert("Note")   // no title: the save fails in the intermediate store
+        try context.save()
+    })]
+    let migrator = StoreMigrator(versions: History.versions, stages: stages)
+    let error = try #require(throws: MigrationError.self) { try migrator.migrateStore(at: url, type: Backends.type("sqlite"), to: "v2") }
+    #expect(!"\(error)".contains(".migrating-") && "\(error)".contains("validation failure"), "\(error)")
+    #expect(try Data(contentsOf: url) == before)
+}

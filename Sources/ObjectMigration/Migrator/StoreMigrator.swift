@@ -450,7 +450,34 @@ public final class StoreMigrator: Sendable {
             return result
         } catch {
             latest?.discard(type)
-            throw Self.storeFailure(url, error)
+            let staged = url.deletingLastPathComponent().appending(path: ".\(url.lastPathComponent).migrating-").path
+            throw Self.storeFailure(url, Self.naming(error, staged: staged, as: url))
+        }
+    }
+
+    /// `error` with the intermediate stores it names (`<folder>/.<name>.migrating-<uuid>…`, staged
+    /// by this run and gone with it) named as the store being migrated: a person never reads a
+    /// staging store's name or UUID.
+    static func naming(_ error: any Error, staged prefix: String, as url: URL) -> any Error {
+        func renamed(_ text: String) -> String {
+            var rest = Substring(text), result = ""
+            while let found = rest.range(of: prefix) {
+                result += rest[..<found.lowerBound] + url.path
+                rest = rest[found.upperBound...].drop { !$0.isWhitespace && $0 != ":" }
+            }
+            return result + rest
+        }
+        switch error {
+        case var error as StoreError:
+            if let path = error.url?.path, path.hasPrefix(prefix) { error.url = url }
+            error.message = renamed(error.message)
+            return error
+        case var error as MigrationError:
+            error.message = renamed(error.message)
+            if let cause = error.cause { error.cause = naming(cause, staged: prefix, as: url) }
+            return error
+        default:
+            return error
         }
     }
 
