@@ -50,7 +50,7 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
     /// Whether the drop loses data: it holds values, or may (not counted yet).
     public var losesData: Bool { count.map { $0 > 0 } ?? true }
 
-    /// The drops of a step from `source` to `destination` through `mapping`, not counted.
+    /// The drops of a step through `mapping` from a store of `source`, not counted.
     public static func drops(of mapping: MappingModel, from source: ManagedObjectModel) -> [DataDrop] {
         var drops: [DataDrop] = []
         // Whether each concrete kind's mappings read a property (nil: they may read anything).
