@@ -211,3 +211,23 @@ func intermediateStoreErrorsNameTheStore() throws {
     #expect(!"\(error)".contains(".migrating-") && "\(error)".contains("validation failure"), "\(error)")
     #expect(try Data(contentsOf: url) == before)
 }
+
+@Test("a relationship mapped from objects the mapping makes into another entity, into none, or from an attribute, is refused before anything runs")
+func relationshipTargetsAreChecked() throws {
+    let inferred = try MappingInference.inferredMapping(from: DataLossTests.model(1), to: DataLossTests.model(2))
+    let book = try #require(inferred.entityMappings.firstIndex { $0.sourceEntity == "Book" })
+    let bookName = inferred.entityMappings[book].name
+    for (expression, says) in [(MappingExpression.destinations(mapping: bookName, of: .source("authors")), "are Book objects, not Author"),
+                               (.source("title"), "gives values of an attribute, not objects")] {
+        var mapping = inferred
+        mapping.entityMappings[book].relationshipMappings["writers"] = expression
+        let error = try #require(throws: MigrationError.self) { try mapping.check(from: DataLossTests.model(1), to: DataLossTests.model(2)) }
+        #expect(error.code == .invalidMapping && error.message.contains("Book.writers: ") && error.message.contains(says), "\(error)")
+    }
+    var unmade = inferred
+    unmade.entityMappings[book].relationshipMappings["writers"] = .source("authors")
+    try unmade.check(from: DataLossTests.model(1), to: DataLossTests.model(2))
+    unmade.entityMappings.removeAll { $0.sourceEntity == "Author" }
+    let error = try #require(throws: MigrationError.self) { try unmade.check(from: DataLossTests.model(1), to: DataLossTests.model(2)) }
+    #expect(error.message.contains("gives Author objects, which no entity mapping makes into Author objects"), "\(error)")
+}

@@ -173,7 +173,47 @@ public struct MappingModel: Sendable {
                 }
             }
             for expression in Array(m.attributeMappings.values) + Array(m.relationshipMappings.values) { try walk(expression) }
+            if let from, let d = m.destinationEntity, let made = destination.entity(named: d) {
+                for (name, expression) in m.relationshipMappings.sorted(by: { $0.key < $1.key }) {
+                    guard let relationship = made.relationshipsByName[name] else { continue }
+                    if let problem = targetProblem(expression, from: from, to: relationship, source: source, destination: destination) {
+                        throw fail("\(d).\(name): \(problem)")
+                    }
+                }
+            }
         }
+    }
+
+    /// Why the objects `expression` gives cannot be members of `relationship` (the source objects
+    /// it reaches are made into objects of another entity, or into none, or it gives values), or
+    /// nil when they can or it cannot be told (a closure, a function, a policy's objects).
+    private func targetProblem(_ expression: MappingExpression, from: EntityDescription, to relationship: Relationship,
+                               source: ManagedObjectModel, destination: ManagedObjectModel) -> String? {
+        var inner = expression, named: String?
+        if case .destinations(let name, let of) = expression { (inner, named) = (of, name) }
+        guard case .source(let path) = inner, !path.isEmpty else { return nil }
+        // The entity the key path ends at.
+        var entity = from
+        for key in path.split(separator: ".").map(String.init) {
+            if entity.attributesByName[key] != nil { return "$source.\(path) gives values of an attribute, not objects" }
+            guard let step = entity.relationshipsByName[key], let next = source.entity(named: step.destination) else { return nil }
+            entity = next
+        }
+        func fits(_ made: String?) -> Bool { made.flatMap { destination.entity(named: $0) }?.isKind(of: relationship.destination) == true }
+        if let named {
+            guard let mapping = self.mapping(named: named) else { return nil }
+            return fits(mapping.destinationEntity) ? nil
+                : "destinations('\(named)', $source.\(path)) are \(mapping.destinationEntity ?? "no") objects, not \(relationship.destination)"
+        }
+        let kinds = Set(entity.kindNames)
+        let makers = entityMappings.filter { $0.sourceEntity.map(kinds.contains) == true && $0.kind != .remove && $0.kind != .add }
+        guard !makers.isEmpty else {
+            return "$source.\(path) gives \(entity.name) objects, which no entity mapping makes into \(relationship.destination) objects"
+        }
+        if let wrong = makers.first(where: { $0.policyName == nil && $0.kind != .custom && !fits($0.destinationEntity) }) {
+            return "$source.\(path) gives \(entity.name) objects, which \(wrong.name) makes into \(wrong.destinationEntity ?? "nothing"), not \(relationship.destination)"
+        }
+        return nil
     }
 
     /// Copies every concrete entity of `model` unchanged: a conversion between backends.
