@@ -123,8 +123,8 @@ public final class StoreMigrator: Sendable {
     /// step, the values of the property the drop's came from, followed back through the copies of
     /// the steps before (none when an earlier step made it with no value of the store behind it);
     /// left uncounted when an earlier step computed it.
-    private func count(_ plan: inout MigrationPlan, at url: URL, type: any StoreType, objects: Bool) throws {
-        guard objects || plan.steps.contains(where: { !$0.drops.isEmpty }) else { return }
+    private func count(_ plan: inout MigrationPlan, at url: URL, type: any StoreType, objects: Bool, drops: Bool = true) throws {
+        guard objects || (drops && plan.steps.contains(where: { !$0.drops.isEmpty })) else { return }
         let model = try versions.model(named: plan.storeVersion)
         let store: any PersistentStore
         do {
@@ -139,7 +139,7 @@ public final class StoreMigrator: Sendable {
                     plan.objectCounts[entity.name] = try store.objectCount(exactly: entity.name)
                 }
             }
-            let steps = plan.steps
+            let steps = drops ? plan.steps : []
             for index in steps.indices {
                 for (position, drop) in steps[index].drops.enumerated() {
                     guard drop.kind != .filtered || index == 0 else { continue }
@@ -342,18 +342,13 @@ public final class StoreMigrator: Sendable {
         defer { lock.release() }
         let removed = StagedStore.sweep(beside: url)
         logger.debug("migrating \(url.path) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
-        do {
-            try type.checkpoint(at: url)
-        } catch {
-            throw Self.storeFailure(url, error)
-        }
-        let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
-        // Counted only when a copy step will read every object anyway: an in-place plan reads none.
+        // Objects are counted only when a copy step will read every object anyway: an in-place
+        // plan reads none. What the steps drop is counted with the plan.
         var planned = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
-        try count(&planned, at: url, type: type, objects: !planned.steps.allSatisfy({ $0.kind == .inPlace }))
+        if !planned.steps.allSatisfy({ $0.kind == .inPlace }) { try count(&planned, at: url, type: type, objects: true, drops: false) }
         let plan = planned
-        // Every drop counted so far refuses the plan before anything is written; the rest are
-        // counted in the store each step reads, before it runs.
+        // Every drop counted so far refuses the plan before anything is written — the log not
+        // even folded in; the rest are counted in the store each step reads, before it runs.
         if !allowsDataLoss, let error = Self.dataLossError(plan.steps.map { step in
             var known = step
             known.drops = step.drops.filter { ($0.count ?? 0) > 0 }
@@ -361,6 +356,12 @@ public final class StoreMigrator: Sendable {
         }) {
             throw error
         }
+        do {
+            try type.checkpoint(at: url)
+        } catch {
+            throw Self.storeFailure(url, error)
+        }
+        let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).
@@ -381,6 +382,11 @@ public final class StoreMigrator: Sendable {
                 if step.kind == .inPlace, let changer = type as? any SchemaChanging {
                     // A run of in-place steps: one transaction on the store the last copy made, or on the original.
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
+                    // In place on the original: what was planned and counted must be what is changed.
+                    if latest == nil, FileOperations.Fingerprint(of: type.fileURLs(for: url)) != before {
+                        throw MigrationError(.storeChanged, "\(url.path) was written by another process after its migration was planned; "
+                                             + "it was left as that process wrote it: migrate it again when no process has it open")
+                    }
                     try checkDataLoss(run, readingStoreAt: latest?.url ?? url, type: type)
                     let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
                     logger.debug("steps \(run.map { "\($0.source) -> \($0.destination)" }.joined(separator: ", ")): in place, one transaction on \((latest?.url ?? url).path)")
