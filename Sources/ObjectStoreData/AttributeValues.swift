@@ -30,7 +30,7 @@ public protocol PersistentAttributeValue: Codable {
     /// The value as stored.
     var storedValue: Value? { get }
     /// The value a stored value stands for; a value of no such kind (or none, for a type that
-    /// has no nil) gives ``placeholder``.
+    /// has no nil) gives ``ConvertibleAttributeValue/placeholder``.
     static func fromStored(_ value: Value?) -> Self
 }
 
@@ -38,7 +38,7 @@ extension PersistentAttributeValue {
     public static var isOptional: Bool { false }
 }
 
-/// A type whose stored form is one ``ValueConvertible`` value, with a value for "nothing stored".
+/// A type whose stored form is one `ValueConvertible` value, with a value for "nothing stored".
 public protocol ConvertibleAttributeValue: PersistentAttributeValue, ValueConvertible {
     /// What a property reads when the store holds no value of its kind: zero, empty, the reference date.
     static var placeholder: Self { get }

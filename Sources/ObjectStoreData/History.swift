@@ -139,7 +139,7 @@ extension ModelContext {
 
     /// Brings the context up to date with a transaction saved elsewhere: models it updated that
     /// the context holds without unsaved changes are read again, models it deleted leave the
-    /// context (``ObjectContext/mergeChanges(from:)``). A model with unsaved changes keeps them,
+    /// context (`ObjectContext.mergeChanges(from:)`). A model with unsaved changes keeps them,
     /// and saving them is a conflict naming it.
     public func merge(_ transaction: DefaultHistoryTransaction) throws {
         try objects.mergeChanges(from: transaction.transaction)
@@ -164,7 +164,7 @@ extension ModelContext {
 extension ModelContainer {
     /// The transactions saved to the container's store from now on (or after `token`), in
     /// order, by this process or another: a save's transaction arrives as it commits (file
-    /// notifications, PostgreSQL's `LISTEN`, this process's saves; see ``HistoryObserver``).
+    /// notifications, PostgreSQL's `LISTEN`, this process's saves; see `HistoryObserver`).
     public func transactions(after token: DefaultHistoryToken? = nil) -> AsyncThrowingStream<DefaultHistoryTransaction, any Error> {
         let (stream, continuation) = AsyncThrowingStream<DefaultHistoryTransaction, any Error>.makeStream()
         guard let store = coordinator.stores.first else {

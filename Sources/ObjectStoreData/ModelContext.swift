@@ -111,7 +111,7 @@ public final class ModelContext {
     // MARK: Reads
 
     /// The models `descriptor` selects, in its order.
-    /// - Throws: ``StoreError`` when the store cannot be read.
+    /// - Throws: `StoreError` when the store cannot be read.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         processPendingChanges()
         let plan = FetchPlan(descriptor, entity: T.entityName)

@@ -63,7 +63,7 @@ public struct BinaryWriter {
 
 /// Reads what ``BinaryWriter`` writes. Bounds-checked: every length and count is
 /// checked against the bytes that remain, so no allocation is sized by an
-/// unchecked number, and every failure is a ``StoreError`` with code `corrupt`
+/// unchecked number, and every failure is a `StoreError` with code `corrupt`
 /// naming the file and the byte offset.
 public struct BinaryReader {
     let storage: [UInt8]

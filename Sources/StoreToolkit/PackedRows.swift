@@ -51,7 +51,7 @@ public struct PackedRows: Sendable {
     /// checks them (every value stepped over and checked, UTF-8, decimals and URIs included; every
     /// name index below `names`); returns each row's primary key and offset, and the offset where
     /// the last one ends.
-    /// - Throws: ``StoreError`` with code `corrupt` naming `file` and the byte offset.
+    /// - Throws: `StoreError` with code `corrupt` naming `file` and the byte offset.
     public static func index(_ bytes: [UInt8], from start: Int, to end: Int, rows: Int, columns: Int, relationships: Int,
                              names: Int, file: String) throws -> (keys: [Int64], offsets: RowOffsets) {
         // A row takes at least two bytes and one per column and relationship.
@@ -86,7 +86,7 @@ public struct PackedRows: Sendable {
     public func encoded(at index: Int) -> ArraySlice<UInt8> { bytes[offsets[index]..<offsets[index + 1]] }
 
     /// Decodes row `index`.
-    /// - Throws: ``StoreError`` with code `corrupt` for bytes that are no row.
+    /// - Throws: `StoreError` with code `corrupt` for bytes that are no row.
     public func row(at index: Int) throws -> StoredRow {
         try bytes.withUnsafeBufferPointer { all in
             var cursor = RowCursor(all, from: offsets[index], to: offsets[index + 1], file: file)
@@ -116,7 +116,7 @@ public struct PackedRows: Sendable {
     /// slot `attributeSlots[c]` and the key of relationship `r` into to-one slot `toOneSlots[r]`
     /// (nil: not in the batch), a key only when `exists` says its object does (given the
     /// index of its entity in ``names`` and its primary key).
-    /// - Throws: ``StoreError`` with code `corrupt` for bytes that are no row, or a to-one
+    /// - Throws: `StoreError` with code `corrupt` for bytes that are no row, or a to-one
     ///   that holds several objects.
     public func decode(rows range: Range<Int>, into batch: inout RecordBatch, attributeSlots: [Int?], toOneSlots: [Int?],
                        exists: (_ name: Int, _ primaryKey: Int64) -> Bool) throws {
@@ -302,7 +302,7 @@ extension PackedRows {
     }
 
     /// Writes row `index` re-encoded as `plan` says (copied as it is when the shapes are the same).
-    /// - Throws: ``StoreError`` with code `corrupt` for bytes that are no row.
+    /// - Throws: `StoreError` with code `corrupt` for bytes that are no row.
     public func write(row index: Int, _ plan: Transcoding, into out: inout BinaryWriter) throws {
         try bytes.withUnsafeBufferPointer { all in
             let start = offsets[index], end = offsets[index + 1]

@@ -8,9 +8,9 @@ extension RecordTables {
     /// ``apply(_:model:completing:)`` do with their records, checked and written by slot.
     ///
     /// Everything is checked before anything changes, so nothing of the batches lands on an
-    /// error: the model's rules (``RecordBatch/checkInsertable(in:)``), keys given twice in a
+    /// error: the model's rules (`RecordBatch.checkInsertable(in:)`), keys given twice in a
     /// hierarchy or in use there, the sides of inverse pairs the batches give (as
-    /// ``ChangeSet/checkInverses(model:)``), and with `checkingReferences` every target existing
+    /// `ChangeSet.checkInverses(model:)`), and with `checkingReferences` every target existing
     /// among the batches or the tables. With `checkingReferences` the inverse sides the batches
     /// do not give are completed (the rows that changes written decoded); without it they are not:
     /// the caller writes them, as for records.
@@ -18,7 +18,7 @@ extension RecordTables {
     /// A batch whose keys ascend past the table's last key is encoded straight into the table's
     /// ``PackedRows`` (`file` names them in errors), no dictionary per object; any other is kept
     /// as decoded rows.
-    /// - Throws: ``StoreError`` with ``StoreError/Code/invalidChange`` naming the object.
+    /// - Throws: `StoreError` with code `invalidChange` naming the object.
     public mutating func insert(_ batches: [RecordBatch], model: ManagedObjectModel, checkingReferences: Bool, file: String) throws {
         let batches = batches.filter { !$0.isEmpty }
         guard !batches.isEmpty else { return }

@@ -8,12 +8,12 @@ extension RowSource {
         try row(key).map { try record(key, $0, model: model) }
     }
 
-    /// The keys across a relationship (see ``PersistentStore/relatedKeys(of:relationship:)``).
+    /// The keys across a relationship (see `PersistentStore.relatedKeys(of:relationship:)`).
     public func relatedKeys(of key: ObjectKey, relationship: String, model: ManagedObjectModel) throws -> [ObjectKey] {
         try orderedMembers(of: key, relationship: relationship, model: model).keys
     }
 
-    /// The members across a relationship with their order keys (see ``PersistentStore/orderedMembers(of:relationship:)``).
+    /// The members across a relationship with their order keys (see `PersistentStore.orderedMembers(of:relationship:)`).
     public func orderedMembers(of key: ObjectKey, relationship: String, model: ManagedObjectModel) throws -> OrderedMembers {
         guard let entity = model.entity(named: key.entity) else {
             throw StoreError(.invalidFetch, "no entity named \(key.entity)")
@@ -26,7 +26,7 @@ extension RowSource {
         return description.isOrdered || !description.isToMany ? members : OrderedMembers(members.keys.sorted())
     }
 
-    /// A batch of a streaming scan (see ``PersistentStore/scan(entity:after:limit:)``).
+    /// A batch of a streaming scan (see `PersistentStore.scan(entity:after:limit:)`).
     public func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord] {
         guard model.entity(named: entity) != nil else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
         return try primaryKeys(of: entity, after: primaryKey, limit: limit).compactMap { pk in
@@ -95,7 +95,7 @@ extension RowSource {
 }
 
 extension RecordTables {
-    /// A batch of a streaming scan (see ``PersistentStore/scanBatch(entity:after:limit:)``), read
+    /// A batch of a streaming scan (see `PersistentStore.scanBatch(entity:after:limit:)`), read
     /// slot by slot: a packed row is decoded straight into the batch, a dictionary row read by
     /// slot name; no record is built. It holds what ``scan(entity:after:limit:model:)`` gives.
     public func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {

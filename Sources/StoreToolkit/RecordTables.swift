@@ -10,7 +10,7 @@ public struct StoredRow: Sendable, Hashable {
     public var attributes: [String: Value]
     /// Every relationship's keys (a to-one holds at most one).
     public var relationships: [String: [ObjectKey]]
-    /// The order keys of ordered to-many lists (``OrderKeys``), one per member of
+    /// The order keys of ordered to-many lists (`OrderKeys`), one per member of
     /// ``relationships``' list of the same name; only lists not numbered 1, 2, 3… have them.
     public var orderKeys: [String: [Int64]]
 
@@ -96,7 +96,7 @@ public struct RecordTable: Sendable {
     }
 
     /// The row with `pk`, or nil.
-    /// - Throws: ``StoreError`` with code `corrupt` when a packed row does not decode.
+    /// - Throws: `StoreError` with code `corrupt` when a packed row does not decode.
     public func row(_ pk: Int64) throws -> StoredRow? {
         if let row = rows[pk] { return row }
         guard let packed, let index = packedIndex(pk) else { return nil }
@@ -195,7 +195,7 @@ public struct RecordTables: Sendable, RowSource {
     public internal(set) var tables: [String: RecordTable] = [:]
     /// The last primary key handed out, by root entity.
     public var lastKey: [String: Int64] = [:]
-    /// The persistent history: each transaction's record (``HistoryRecord/encoded()``) by token, ascending.
+    /// The persistent history: each transaction's record (`HistoryRecord.encoded()`) by token, ascending.
     public var history: [HistoryEntry] = []
     /// The greatest history token handed out (0 when none was): kept when history is deleted,
     /// so no token is handed out twice.
@@ -237,7 +237,7 @@ public struct RecordTables: Sendable, RowSource {
 public struct HistoryEntry: Sendable, Hashable {
     /// The token.
     public var token: Int64
-    /// ``HistoryRecord/encoded()``.
+    /// `HistoryRecord.encoded()`.
     public var bytes: Data
 
     /// Creates an entry.
@@ -256,7 +256,7 @@ extension RecordTables {
     }
 
     /// The transactions after `token`, at most `limit`.
-    /// - Throws: ``StoreError/Code/corrupt`` for a record that does not decode.
+    /// - Throws: `StoreError` with code `corrupt` for a record that does not decode.
     public func history(after token: Int64?, limit: Int, store: UUID, place: String) throws -> [StoreTransaction] {
         let start = token.map { after in history.partitioningIndex(where: { $0.token > after }) } ?? 0
         return try history[start...].prefix(Swift.max(0, limit)).map { entry in

@@ -10,10 +10,10 @@ import Synchronization
 /// what a write does besides changing the tables (the atomic store rewrites its file).
 public protocol RecordTablesStore: PersistentStore {
     /// Runs `body` on the tables, under the store's lock.
-    /// - Throws: ``StoreError`` with ``StoreError/Code/closed`` once the store is closed.
+    /// - Throws: `StoreError` with code `closed` once the store is closed.
     func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T
     /// Runs `body` on the tables and makes its changes durable, all or nothing.
-    /// - Throws: ``StoreError`` with ``StoreError/Code/readOnly`` or ``StoreError/Code/closed``.
+    /// - Throws: `StoreError` with code `readOnly` or `closed`.
     func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T
     /// Whether writes record history, and their default author.
     var historyPolicy: HistoryPolicy { get }

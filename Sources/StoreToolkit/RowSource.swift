@@ -6,7 +6,7 @@ import ObjectStore
 /// keeps each object as one row (the in-memory tables, an LMDB database).
 ///
 /// On top of it the engine gives every such backend the same semantics:
-/// change-set validation, fetches through ``PredicateEvaluator``, relationship
+/// change-set validation, fetches through `PredicateEvaluator`, relationship
 /// reads and streaming scans.
 public protocol RowSource {
     /// The row of `key`, or nil.
@@ -39,7 +39,7 @@ extension RowSource {
     public func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? { nil }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
-    /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` for a to-one that holds several objects.
+    /// - Throws: `StoreError` with code `corrupt` for a to-one that holds several objects.
     public func record(_ key: ObjectKey, _ row: StoredRow, model: ManagedObjectModel) throws -> ObjectRecord {
         var toOne: [String: ObjectKey] = [:]
         if let entity = model.entity(named: key.entity) {
@@ -55,8 +55,8 @@ extension RowSource {
     }
 
     /// Checks a change set completely before anything is applied, so a save is all or nothing:
-    /// versions first (``ChangeSet/checkVersions(storeID:version:)``: a stale change is a
-    /// conflict), the model's rules (``ChangeSet/checkShape(model:)``), then what needs the rows: no
+    /// versions first (`ChangeSet.checkVersions(storeID:version:)`: a stale change is a
+    /// conflict), the model's rules (`ChangeSet.checkShape(model:)`), then what needs the rows: no
     /// inserted key in use in its hierarchy, every target existing after the change (when
     /// `checkingReferences`), every updated or deleted object existing at the version expected.
     public func validate(_ changes: ChangeSet, model: ManagedObjectModel, storeID: UUID, checkingReferences: Bool = true) throws {
@@ -98,7 +98,7 @@ extension RowSource {
         try checkUniqueness(changes, model: model)
     }
 
-    /// ``ChangeSet/checkUniqueness(model:url:stored:holders:)`` over these rows: the stored
+    /// `ChangeSet.checkUniqueness(model:url:stored:holders:)` over these rows: the stored
     /// objects of a constraint's entities are read once per save that touches the constraint.
     public func checkUniqueness(_ changes: ChangeSet, model: ManagedObjectModel, url: URL? = nil) throws {
         guard model.entityDescriptions.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
@@ -127,7 +127,7 @@ extension RowSource {
 
     /// The rows a validated change set writes: deletions, then every inserted and
     /// updated row in full, and, when `completing`, the rows whose inverse sides the
-    /// change set moves (see ``completeInverses(_:_:_:model:deleted:)``). A bulk insert
+    /// change set moves (see `completeInverses(_:_:_:model:deleted:)`). A bulk insert
     /// that does not check references does not complete: its caller writes both sides.
     public func writes(for changes: ChangeSet, model: ManagedObjectModel, completing: Bool = true) throws -> (deleted: [ObjectKey], put: [(ObjectKey, StoredRow)], lastKeys: [String: Int64]) {
         var rows = PendingRows()

@@ -26,7 +26,9 @@ public enum JSONModelFormat {
 
     /// Reads a model from a JSON document.
     ///
-    /// - Parameter file: the file name used in errors.
+    /// - Parameters:
+    ///   - data: the JSON document.
+    ///   - file: the file name used in errors.
     /// - Throws: ``ModelError``: ``ModelError/Code/syntax`` with line and column for
     ///   JSON that does not parse, ``ModelError/Code/unsupported`` for a document of
     ///   another shape, ``ModelError/Code/inconsistentModel`` for a model that does not hold together.

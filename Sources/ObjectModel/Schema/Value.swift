@@ -245,7 +245,7 @@ public enum ValueText {
         return String(v)
     }
 
-    /// Parses what ``double(_:)-swift.type.method`` writes, and plain decimal notation,
+    /// Parses what ``double(_:)->String`` writes, and plain decimal notation,
     /// rounded once to the nearest double. A finite number too large for a double is
     /// refused (nil), not made infinite.
     public static func double(_ text: String) -> Double? {
@@ -260,7 +260,7 @@ public enum ValueText {
         }
     }
 
-    /// Like ``double(_:)-swift.type.method``, rounded once to the nearest `Float` (given
+    /// Like ``double(_:)->Double?``, rounded once to the nearest `Float` (given
     /// back as the `Double` holding it). A finite number too large for a `Float` is refused.
     public static func float(_ text: String) -> Double? {
         guard let wide = double(text) else { return nil }
