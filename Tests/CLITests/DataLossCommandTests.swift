@@ -130,6 +130,13 @@ struct DataLossCommandTests {
             .replacingOccurrences(of: #"inverseName="tags""#, with: #"inverseName="labels""#), to: "b.xcdatamodel/contents")
         let renamed = try CLI.run("diff", URL(filePath: a).deletingLastPathComponent().path, URL(filePath: b).deletingLastPathComponent().path)
         #expect(renamed.stdout.contains("  - relationship tags\n"), "\(renamed.stdout)")
+        // A property made transient keeps no value either (a relationship whose stored inverse carries its links keeps them).
+        let transient = try workspace.write(Self.blog(1).replacingOccurrences(of: #"attributeType="Date"/>"#, with: #"attributeType="Date" transient="YES"/>"#)
+            .replacingOccurrences(of: #"destinationEntity="Tag" inverseName="posts"/>"#, with: #"destinationEntity="Tag" inverseName="posts" transient="YES"/>"#),
+                                            to: "t.xcdatamodel/contents")
+        let made = try CLI.run("diff", URL(filePath: a).deletingLastPathComponent().path, URL(filePath: transient).deletingLastPathComponent().path)
+        #expect(made.stdout.contains("~ attribute date: stored -> transient (drops its values)")
+                && made.stdout.contains("~ relationship tags: stored -> transient\n"), "\(made.stdout)")
     }
 
     @Test("a store of no version of the bundle: the error names the closest version and, from the model the store carries, the attributes that differ")

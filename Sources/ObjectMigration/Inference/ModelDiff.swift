@@ -33,6 +33,13 @@ public struct ModelDiff: Sendable {
         let sourceName = entity.status == "removed" ? entity.entity : sourceNames[entity.entity] ?? entity.entity
         return entity.changes.map { line in
             let words = line.split(separator: " ").map(String.init)
+            // A property made transient keeps no value: `~ attribute date: stored -> transient`.
+            if words.count >= 3, words[0] == "~", line.contains("stored -> transient") {
+                let name = String(words[2].dropLast())
+                if words[1] == "attribute", dropping(.attribute, sourceName, name) { return line + " (drops its values)" }
+                if words[1] == "relationship", dropping(.relationship, sourceName, name) { return line + " (drops its links)" }
+                return line
+            }
             guard words.count >= 3, words[0] == "-" else { return line }
             switch words[1] {
             case "entity" where sourceModel.entity(named: words[2])?.kindNames.contains(where: { dropping(.entity, $0, nil) }) == true:
@@ -138,6 +145,7 @@ public struct ModelDiff: Sendable {
             if before.isToMany != relationship.isToMany { notes.append(before.isToMany ? "to-many -> to-one" : "to-one -> to-many") }
             if before.isOrdered != relationship.isOrdered { notes.append(before.isOrdered ? "ordered -> unordered" : "unordered -> ordered") }
             if before.isOptional != relationship.isOptional { notes.append(before.isOptional ? "optional -> required" : "required -> optional") }
+            if before.isTransient != relationship.isTransient { notes.append(before.isTransient ? "transient -> stored" : "stored -> transient") }
             if before.inverse != relationship.inverse { notes.append("inverse \(before.inverse ?? "(none)") -> \(relationship.inverse ?? "(none)")") }
             if before.deleteRule != relationship.deleteRule { notes.append("delete rule \(before.deleteRule.rawValue) -> \(relationship.deleteRule.rawValue)") }
             if before.minCount != relationship.minCount || before.maxCount != relationship.maxCount {
