@@ -183,7 +183,7 @@ public final class StoreMigrator: Sendable {
         return MigrationError(.dataLoss, losing.map { step in
             "\(step.source) -> \(step.destination) drops " + step.drops.filter(\.losesData).map(\.description).joined(separator: ", ")
         }.joined(separator: "; ") + ". Nothing was changed: give a mapping that reads what is to be kept, or allow the loss "
-            + "(objectstore migrate --allow-data-loss; StoreMigrator allowsDataLoss)")
+            + "(StoreMigrator's allowsDataLoss)")
     }
 
     /// A mapping that records neither its versions nor their hashes (an Xcode mapping model

@@ -150,11 +150,18 @@ struct MigrateCommand: ParsableCommand {
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressDisplay() : nil
         // Source objects each step read, by step: the largest count each of its mappings reached in phase 1.
         let objects = Mutex<[Int: [String: Int]]>([:])
-        let result = try migrator.migrateStore(at: url, type: type, to: target) { step in
-            if step.progress.phase == .createObjects {
-                objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }
+        let result: MigrationResult
+        do {
+            result = try migrator.migrateStore(at: url, type: type, to: target) { step in
+                if step.progress.phase == .createObjects {
+                    objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }
+                }
+                bar?.show(step.progress)
             }
-            bar?.show(step.progress)
+        } catch var error as MigrationError where error.code == .dataLoss {
+            bar?.finish()
+            error.message = error.message.replacingOccurrences(of: "(StoreMigrator's allowsDataLoss)", with: "with --allow-data-loss")
+            throw error
         }
         bar?.finish()
         for leftover in result.removedLeftovers { printError("objectstore: removed \(leftover), left by an interrupted run\n") }

@@ -20,6 +20,7 @@ struct DiffCommand: ParsableCommand {
 
     func validate() throws {
         if oldVersionA != nil || oldVersionB != nil { throw ValidationError("--version-a and --version-b are now --model-version-a and --model-version-b") }
+        if json && picture.wanted { throw ValidationError("--json, --dot and --svg each print the diff one way: give one") }
     }
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")
     var allowWidening = false
@@ -27,7 +28,6 @@ struct DiffCommand: ParsableCommand {
     @OptionGroup(title: "Pictures (added parts green, removed red, renamed blue, changed orange)") var picture: PictureOptions
 
     func run() throws {
-        if json && picture.wanted { throw ValidationError("--json, --dot and --svg each print the diff one way: give one") }
         let a = try ModelLoader.loadModel(at: URL(filePath: modelA), version: versionA)
         let b = try ModelLoader.loadModel(at: URL(filePath: modelB), version: versionB)
         if picture.wanted {

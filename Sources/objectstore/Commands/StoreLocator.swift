@@ -107,6 +107,9 @@ enum StoreLocator {
         }
         if let explicit {
             guard let type = fileTypes.first(where: { $0.name == explicit }) else {
+                if (try? registry.type(named: explicit)) != nil {
+                    throw ValidationError("--type \(explicit): a \(explicit) store is named by its URL, not a file path (\(path))")
+                }
                 throw ValidationError("unknown store type \(explicit) (use \(fileTypes.map(\.name).joined(separator: ", ")))")
             }
             // A store whose content says another type is a usage mistake, never read or written as this one.
@@ -130,6 +133,11 @@ enum StoreLocator {
         if explicit != nil || isServerURL(path) { return try type(for: path, explicit: explicit) }
         let url = URL(filePath: path)
         guard let type = registry.type(forExtension: url.pathExtension) else {
+            // Not there, and no extension to tell a new store's type by: both said.
+            if !FileManager.default.fileExists(atPath: path) {
+                throw CLIError.missing(path, "store", url.pathExtension.isEmpty ? " (to make one, give it an extension such as .sqlite, or --type)"
+                                                                               : " (to make one, .\(url.pathExtension) names no store type: give --type)")
+            }
             throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
         }
         return type
