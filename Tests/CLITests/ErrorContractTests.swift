@@ -42,9 +42,11 @@ struct ErrorContractTests {
         #expect(try CLI.run("create", store, "--model", model).status == 0)
         let nowhere = workspace.url.appending(path: "nowhere.json").path
         for arguments in [["import", store, nowhere], ["model", "show", nowhere], ["model", "hashes", nowhere], ["diff", nowhere, model],
-                          ["migrate", store, "--model", model, "--mapping", nowhere], ["create", workspace.url.appending(path: "t.sqlite").path, "--model", nowhere]] {
+                          ["migrate", store, "--model", model, "--mapping", nowhere], ["create", workspace.url.appending(path: "t.sqlite").path, "--model", nowhere],
+                          ["migrate", store, "--model", model, "--mapping", nowhere.replacingOccurrences(of: ".json", with: ".xcmappingmodel")]] {
             let result = try CLI.run(arguments)
-            #expect(result.status == 1 && result.stderr == "objectstore: \(nowhere): no such file or directory\n", "\(arguments): \(result.stderr)")
+            let missing = arguments.last!.hasSuffix(".xcmappingmodel") ? arguments.last! : nowhere
+            #expect(result.status == 1 && result.stderr == "objectstore: \(missing): no such file or directory\n", "\(arguments): \(result.stderr)")
         }
         let gone = workspace.url.appending(path: "gone.sqlite").path
         for command in ["inspect", "export", "validate", "checkpoint", "destroy", "history"] {

@@ -48,7 +48,12 @@ public enum XcodeMappingModel {
             ? url.appending(path: fileName) : url
         let data: Data
         do { data = try Data(contentsOf: file) } catch {
-            throw MigrationError(.invalidMapping, "\(file.path): cannot read it (\(error.localizedDescription))")
+            // The one wording of a missing file; the path as it was given (a folder's file named in it).
+            let given = file == url ? url.relativePath : url.relativePath + "/" + fileName
+            guard FileManager.default.fileExists(atPath: file.path) else {
+                throw MigrationError(.invalidMapping, "\(given): no such file or directory")
+            }
+            throw MigrationError(.invalidMapping, "\(given): cannot be read (\(error.localizedDescription))")
         }
         return try decode(data, file: file.path)
     }
