@@ -16,15 +16,16 @@ struct ModelPictureTests {
                                    : #"<attribute name="pages" optional="YES" attributeType="Integer 32"/>"#
         let extra = version == 2 ? #"<entity name="Review"><attribute name="stars" attributeType="Integer 16"/></entity>"# : ""
         let gone = version == 1 ? #"<attribute name="legacy" optional="YES" attributeType="String"/>"# : ""
+        let author = version == 1 ? #"name="author""# : #"name="writer" elementID="author""#, inverse = version == 1 ? "author" : "writer"
         return """
             <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
             <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
             <entity name="Author"><attribute name="name" attributeType="String"/>\(gone)
-              <relationship name="books" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Book" inverseName="author"/></entity>
+              <relationship name="books" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Book" inverseName="\(inverse)"/></entity>
             <entity name="Item" isAbstract="YES"><attribute name="title" attributeType="String"/>
               <relationship name="shelves" optional="YES" toMany="YES" destinationEntity="Shelf" inverseName="items"/></entity>
             <entity name="Book" parentEntity="Item">\(renamed)
-              <relationship name="author" maxCount="1" deletionRule="Nullify" destinationEntity="Author" inverseName="books"/></entity>
+              <relationship \(author) maxCount="1" deletionRule="Nullify" destinationEntity="Author" inverseName="books"/></entity>
             <entity name="Magazine" parentEntity="Item"><attribute name="issue" optional="YES" attributeType="Integer 16"/></entity>
             <entity name="Shelf"><attribute name="label" attributeType="String"/>
               <relationship name="items" optional="YES" toMany="YES" ordered="YES" destinationEntity="Item" inverseName="shelves"/></entity>
@@ -94,6 +95,7 @@ struct ModelPictureTests {
         #expect(line(of: "Book").contains(##"<FONT COLOR="#0550ae">pages → pageCount: Integer 32?</FONT>"##), "renamed attribute blue")
         #expect(line(of: "Author").contains(##"<FONT COLOR="#bc4c00"><B>Author</B>"##), "changed entity orange")
         #expect(line(of: "Shelf").contains(##"<FONT COLOR="black"><B>Shelf</B>"##), "unchanged entity black")
+        #expect(dot.stdout.contains("Book.author → writer [1] nullify"), "a renamed relationship shows its old name")
         let svg = try read(try CLI.run("diff", a, b, "--svg").stdout)
         #expect(svg.nodes == ["Author", "Item", "Book", "Magazine", "Shelf", "Review"])
     }

@@ -14,6 +14,17 @@ public enum ModelGraph {
     enum Status {
         case unchanged, added, removed, renamed, changed
 
+        /// How much of a change it is, to colour an edge by the larger of its two sides.
+        var weight: Int {
+            switch self {
+            case .unchanged: 0
+            case .changed: 1
+            case .renamed: 2
+            case .removed: 3
+            case .added: 4
+            }
+        }
+
         var color: String {
             switch self {
             case .unchanged: "black"
@@ -66,6 +77,8 @@ public enum ModelGraph {
         var nodes: [Node] = []
         // Relationship statuses by "<destination entity>.<name>" (removed ones by their source names).
         var relationshipStatus: [String: Status] = [:]
+        // Old names of renamed relationships, by "<destination entity>.<name>".
+        var formerNames: [String: String] = [:]
         for entity in destination.entities {
             guard let oldName = mappedFrom[entity.name], let old = source.entities.first(where: { $0.name == oldName }) else {
                 nodes.append(Node(name: entity.name, title: title(entity), status: .added, isAbstract: entity.isAbstract,
@@ -107,6 +120,7 @@ public enum ModelGraph {
                 same.renamingIdentifier = relationship.renamingIdentifier
                 same.destination = counterpart[before.destination] ?? before.destination
                 relationshipStatus[key] = before.name != relationship.name ? .renamed : same == relationship ? .unchanged : .changed
+                if before.name != relationship.name { formerNames[key] = before.name }
             }
             nodes.append(Node(name: entity.name, title: oldName != entity.name ? "\(oldName) → \(title(entity))" : title(entity),
                               status: status, isAbstract: entity.isAbstract, rows: rows))
@@ -135,7 +149,8 @@ public enum ModelGraph {
             if !names.contains(edge.to), let renamed = counterpart[edge.to] { edge.to = renamed }
             return edge
         }
-        let kept = edges(destination.entities) { entity, relationship in relationshipStatus["\(entity).\(relationship)"] ?? .unchanged }
+        let kept = edges(destination.entities, status: { entity, relationship in relationshipStatus["\(entity).\(relationship)"] ?? .unchanged },
+                         formerName: { entity, relationship in formerNames["\(entity).\(relationship)"] })
         var parents: [(String, String, Status)] = destination.entities.compactMap { entity in
             guard let parent = entity.parent else { return nil }
             let old = mappedFrom[entity.name].flatMap { name in source.entities.first { $0.name == name }?.parent }
@@ -151,7 +166,8 @@ public enum ModelGraph {
     }
 
     /// Relationship edges of `entities`: a relationship and its inverse are one edge, drawn once.
-    private static func edges(_ entities: [Entity], status: (String, String) -> Status) -> [Edge] {
+    private static func edges(_ entities: [Entity], status: (String, String) -> Status,
+                              formerName: (String, String) -> String? = { _, _ in nil }) -> [Edge] {
         var edges: [Edge] = []
         var drawn: Set<String> = []
         for entity in entities {
@@ -161,10 +177,15 @@ public enum ModelGraph {
                     entities.first { $0.name == relationship.destination }?.relationships.first { $0.name == name && $0.inverse == relationship.name }
                 }
                 if let inverse { drawn.insert("\(relationship.destination).\(inverse.name)") }
-                edges.append(Edge(from: entity.name, to: relationship.destination, head: "\(entity.name).\(label(relationship))",
-                                  tail: inverse.map { "\(relationship.destination).\(label($0))" },
+                // A renamed side shows its old name (`Book.pages → pageCount …`); the edge takes the larger change of its two sides.
+                func line(_ owner: String, _ r: Relationship) -> String {
+                    "\(owner)." + (formerName(owner, r.name).map { "\($0) → " } ?? "") + label(r)
+                }
+                let statuses = [status(entity.name, relationship.name)] + (inverse.map { [status(relationship.destination, $0.name)] } ?? [])
+                edges.append(Edge(from: entity.name, to: relationship.destination, head: line(entity.name, relationship),
+                                  tail: inverse.map { line(relationship.destination, $0) },
                                   headArrow: relationship.isToMany ? "crow" : "tee", tailArrow: inverse.map { $0.isToMany ? "crow" : "tee" } ?? "none",
-                                  status: status(entity.name, relationship.name)))
+                                  status: statuses.max { $0.weight < $1.weight } ?? .unchanged))
             }
         }
         return edges
