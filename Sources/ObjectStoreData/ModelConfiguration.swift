@@ -26,6 +26,10 @@ public struct ModelConfiguration: Sendable, Hashable, Identifiable {
     public var storeType: String?
     /// The schema this configuration holds (the container's when nil).
     public var schema: Schema?
+    /// Whether migrating the store to the schema may drop data it holds (a property or model
+    /// removed with values, objects a filter leaves out). By default such a migration is refused,
+    /// naming every drop with its count, and the store is left as it is (`StoreMigrator.allowsDataLoss`).
+    public var allowsDataLoss = false
 
     public var id: String { name }
 

@@ -74,7 +74,8 @@ public final class ModelContainer: Sendable {
         }
         do {
             if type.storeExists(at: configuration.url) {
-                try Self.migrateIfNeeded(configuration.url, type: type, schema: schema, plan: migrationPlan, registry: registry)
+                try Self.migrateIfNeeded(configuration.url, type: type, schema: schema, plan: migrationPlan, registry: registry,
+                                         allowsDataLoss: configuration.allowsDataLoss)
             }
             try coordinator.addStore(type: type.name, at: configuration.url, options: StoreOptions(readOnly: !configuration.allowsSave))
         } catch let error as ModelContainerError {
@@ -118,18 +119,18 @@ public final class ModelContainer: Sendable {
     /// Brings a store written with another schema to this one: along the plan's versions, or
     /// by one lightweight step from the model the store records.
     static func migrateIfNeeded(_ url: URL, type: any StoreType, schema: Schema, plan: (any SchemaMigrationPlan.Type)?,
-                                registry: StoreTypeRegistry) throws {
+                                registry: StoreTypeRegistry, allowsDataLoss: Bool) throws {
         let metadata = try type.readMetadata(at: url)
         guard !metadata.compatibility(with: schema.model).isCompatible else { return }
         let migrator: StoreMigrator
         if let plan {
-            migrator = try plan.migrator(ending: schema)
+            migrator = try plan.migrator(ending: schema, allowsDataLoss: allowsDataLoss)
         } else {
             guard let own = try type.ownModel(at: url, metadata: metadata) else {
                 throw ModelContainerError("\(url.path): the store was made with another schema and records no model to migrate from; give a migration plan")
             }
             let versions = try ModelVersions(versions: [.init(name: "store", model: own), .init(name: "\(schema.version)", model: schema.model)])
-            migrator = StoreMigrator(versions: versions)
+            migrator = StoreMigrator(versions: versions, allowsDataLoss: allowsDataLoss)
         }
         do {
             try migrator.migrateStore(at: url, type: type)

@@ -64,7 +64,7 @@ public enum MigrationStage: Sendable {
 
 extension SchemaMigrationPlan {
     /// The store layer's migrator for this plan, whose last version is `schema`.
-    static func migrator(ending schema: Schema) throws -> StoreMigrator {
+    static func migrator(ending schema: Schema, allowsDataLoss: Bool = false) throws -> StoreMigrator {
         var versions: [ModelVersions.Version] = []
         var schemasByName: [String: Schema] = [:]
         for versioned in Self.schemas {
@@ -86,7 +86,7 @@ extension SchemaMigrationPlan {
                                didMigrate: hook(didMigrate, schemasByName[destination] ?? schema))
             }
         }
-        return StoreMigrator(versions: try ModelVersions(versions: versions), stages: stages)
+        return StoreMigrator(versions: try ModelVersions(versions: versions), stages: stages, allowsDataLoss: allowsDataLoss)
     }
 }
 

@@ -103,3 +103,36 @@ struct SchemaMigrationTests {
         #expect(notes.map(\.heading) == ["Groceries"] && notes.map(\.words) == [0])
     }
 }
+
+/// Version 3 drops the note's body.
+enum NotesV3: VersionedSchema {
+    static let versionIdentifier = Schema.Version(3, 0, 0)
+    static var models: [any PersistentModel.Type] { [Note.self] }
+
+    @Model
+    final class Note {
+        var title: String
+        init(title: String) { self.title = title }
+    }
+}
+
+@Suite("Typed models: a migration that drops data")
+struct TypedDataLossTests {
+    @Test("a container refuses a schema that drops stored values, the store as it was, unless its configuration allows the loss")
+    func refusedUnlessAllowed() throws {
+        let place = try TypedBackends.Place()
+        var configuration = try place.configuration("sqlite", "notes")
+        do {
+            let context = ModelContext(try ModelContainer(for: NotesV1.Note.self, configurations: configuration))
+            context.insert(NotesV1.Note(title: "Groceries", body: "eggs"))
+            try context.save()
+        }
+        let before = try Data(contentsOf: configuration.url)
+        let error = try #require(throws: ModelContainerError.self) { _ = try ModelContainer(for: NotesV3.Note.self, configurations: configuration) }
+        #expect(error.message.contains("Note.body (1 value)"), "\(error)")
+        #expect(try Data(contentsOf: configuration.url) == before)
+        configuration.allowsDataLoss = true
+        let notes = try ModelContext(try ModelContainer(for: NotesV3.Note.self, configurations: configuration)).fetch(FetchDescriptor<NotesV3.Note>())
+        #expect(notes.map(\.title) == ["Groceries"])
+    }
+}
