@@ -46,11 +46,13 @@ struct ObjectStoreCommand: ParsableCommand {
         // `--json` means JSON, errors included: `{"error": {"code": …, "message": …}}` on stdout
         // (one line, so a JSON Lines reader of watch or history reads it too), the line on stderr as always.
         var arguments = Array(CommandLine.arguments.dropFirst())
-        let json = arguments.contains("--json")
+        // Options end at `--`: what follows is arguments, whatever they spell.
+        let options = arguments.prefix { $0 != "--" }
+        let json = options.contains("--json")
         // --verbose shows the libraries' diagnostics (swift-log, debug level) on stderr; without
         // it they go nowhere. It is the tool's, not a command's, so it may stand anywhere.
-        let verbose = arguments.contains("--verbose")
-        arguments.removeAll { $0 == "--verbose" }
+        let verbose = options.contains("--verbose")
+        if verbose, let index = arguments.firstIndex(of: "--verbose") { arguments.remove(at: index) }
         LoggingSystem.bootstrap { label in
             guard verbose else { return SwiftLogNoOpLogHandler() }
             var handler = StreamLogHandler.standardError(label: label)

@@ -210,8 +210,11 @@ public struct MappingModel: Sendable {
         guard !makers.isEmpty else {
             return "$source.\(path) gives \(entity.name) objects, which no entity mapping makes into \(relationship.destination) objects"
         }
-        if let wrong = makers.first(where: { $0.policyName == nil && $0.kind != .custom && !fits($0.destinationEntity) }) {
-            return "$source.\(path) gives \(entity.name) objects, which \(wrong.name) makes into \(wrong.destinationEntity ?? "nothing"), not \(relationship.destination)"
+        // Members of the wrong kind are left out at run time (a split entity, a narrowed destination):
+        // refused only when no mapping makes any of them into a member.
+        guard makers.contains(where: { $0.policyName != nil || $0.kind == .custom || fits($0.destinationEntity) }) else {
+            let made = Set(makers.compactMap(\.destinationEntity)).sorted().joined(separator: ", ")
+            return "$source.\(path) gives \(entity.name) objects, which the mapping makes into \(made), not \(relationship.destination)"
         }
         return nil
     }

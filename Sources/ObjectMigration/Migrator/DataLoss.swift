@@ -70,13 +70,18 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
                 drops.append(DataDrop(kind: .filtered, entity: entity.name))
             }
         }
+        // Properties read further along key paths (`$source.author.name` reads Author.name).
+        let alongPaths = Self.propertiesAlongPaths(mapping, source)
+        func readAlong(_ entity: EntityDescription, _ name: String) -> Bool {
+            alongPaths.contains { $0.property == name && entity.isKind(of: $0.entity) }
+        }
         for entity in source.entityDescriptions where !entity.isAbstract {
             // A dropped entity's properties go with it; a policy's entity keeps them all.
             guard let read = readByKind[entity.name] ?? nil, !drops.contains(where: { $0.kind == .entity && $0.entity == entity.name }) else { continue }
-            for attribute in entity.storedAttributes where !read.contains(attribute.name) {
+            for attribute in entity.storedAttributes where !read.contains(attribute.name) && !readAlong(entity, attribute.name) {
                 drops.append(DataDrop(kind: .attribute, entity: entity.name, property: attribute.name))
             }
-            for relationship in entity.storedRelationships where !read.contains(relationship.name) {
+            for relationship in entity.storedRelationships where !read.contains(relationship.name) && !readAlong(entity, relationship.name) {
                 // Links the inverse carries are kept: every concrete kind the relationship reaches reads it.
                 if let inverse = relationship.inverse, let target = source.entity(named: relationship.destination) {
                     // A pair neither side of which is read is one loss: named once, by the side met first.
@@ -92,6 +97,31 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return drops
+    }
+
+    /// The (entity, property) pairs the key paths of `mapping`'s expressions read: each key of
+    /// `$source.a.b.c` on the entity it is read from.
+    static func propertiesAlongPaths(_ mapping: MappingModel, _ source: ManagedObjectModel) -> [(entity: String, property: String)] {
+        var found: [(entity: String, property: String)] = []
+        func walk(_ expression: MappingExpression, from start: EntityDescription) {
+            switch expression {
+            case .source(let path):
+                var entity = start
+                for key in path.split(separator: ".").map(String.init) {
+                    found.append((entity.name, key))
+                    guard let relationship = entity.relationshipsByName[key], let next = source.entity(named: relationship.destination) else { return }
+                    entity = next
+                }
+            case .call(_, let arguments): for argument in arguments { walk(argument, from: start) }
+            case .destinations(_, let inner): walk(inner, from: start)
+            case .constant, .custom: return
+            }
+        }
+        for m in mapping.entityMappings {
+            guard let name = m.sourceEntity, let entity = source.entity(named: name) else { continue }
+            for expression in Array(m.attributeMappings.values) + Array(m.relationshipMappings.values) { walk(expression, from: entity) }
+        }
+        return found
     }
 
     /// The source properties an entity mapping reads (the first key of every `$source` path in its
@@ -156,6 +186,8 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
         /// Made by a step of the chain with no value of the store behind it (an attribute added
         /// with its default, or set to a constant): nothing of the store's is dropped.
         case madeByTheMigration
+        /// A relationship a step set no expression for: what it holds came through its inverse, if anything.
+        case unmapped
         /// Computed from the store's values or made by a policy: counted only when the step runs.
         case unknown
     }
@@ -166,15 +198,25 @@ public struct DataDrop: Sendable, Hashable, CustomStringConvertible {
         var origin = self
         for step in steps.reversed() {
             let makers = step.mapping.entityMappings.filter { $0.destinationEntity == origin.entity && $0.kind != .add }
+            // An entity only an `add` mapping makes starts empty.
+            if makers.isEmpty, step.mapping.entityMappings.contains(where: { $0.destinationEntity == origin.entity && $0.kind == .add }) {
+                return .madeByTheMigration
+            }
             guard makers.count == 1, let maker = makers.first, maker.policyName == nil, maker.sourceFilter == nil,
                   maker.kind == .copy || maker.kind == .transform, let from = maker.sourceEntity else { return .unknown }
             if let property = origin.property {
                 switch maker.attributeMappings[property] ?? maker.relationshipMappings[property] {
                 case .source(let path) where !path.isEmpty && !path.contains("."): origin.property = path
                 case .destinations(_, .source(let path)) where !path.isEmpty && !path.contains("."): origin.property = path
+                // A conversion of one source value (`toString($source.x)`, `coalesce($source.x, …)`)
+                // holds a value where the source did: followed back to it.
+                case .call(_, let arguments):
+                    guard case .source(let path)? = arguments.first, !path.isEmpty, !path.contains(".") else { return .unknown }
+                    origin.property = path
                 // An attribute no expression sets takes its default; a relationship may have been
-                // filled through its inverse, so what it holds is counted when the step runs.
+                // filled through its inverse.
                 case nil where origin.kind == .attribute, .constant: return .madeByTheMigration
+                case nil: return .unmapped
                 default: return .unknown
                 }
             }

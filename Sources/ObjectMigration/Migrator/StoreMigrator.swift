@@ -144,16 +144,21 @@ public final class StoreMigrator: Sendable {
                 for (position, drop) in steps[index].drops.enumerated() {
                     guard drop.kind != .filtered || index == 0 else { continue }
                     var origin = drop.origin(through: steps[..<index])
-                    // A relationship's links are its inverse's: followed back from that side when this one was made by a step.
-                    if case .unknown = origin, drop.kind == .relationship, let property = drop.property,
-                       let relationship = try versions.model(named: steps[index].source).entity(named: drop.entity)?.relationshipsByName[property],
-                       let inverse = relationship.inverse {
-                        origin = DataDrop(kind: .relationship, entity: relationship.destination, property: inverse).origin(through: steps[..<index])
+                    // A relationship a step set no expression for holds what its inverse brought: followed
+                    // back from that side (nothing, without an inverse or when a step made that side too).
+                    if case .unmapped = origin, let property = drop.property {
+                        let relationship = try versions.model(named: steps[index].source).entity(named: drop.entity)?.relationshipsByName[property]
+                        if let relationship, let inverse = relationship.inverse {
+                            origin = DataDrop(kind: .relationship, entity: relationship.destination, property: inverse).origin(through: steps[..<index])
+                            if case .unmapped = origin { origin = .madeByTheMigration }
+                        } else {
+                            origin = .madeByTheMigration
+                        }
                     }
                     switch origin {
                     case .store(let origin): plan.steps[index].drops[position].count = try origin.counted(in: store, mapping: steps[0].mapping).count
                     case .madeByTheMigration: plan.steps[index].drops[position].count = 0
-                    case .unknown: continue
+                    case .unknown, .unmapped: continue
                     }
                 }
             }
@@ -174,6 +179,16 @@ public final class StoreMigrator: Sendable {
             counted[0].drops = try first.drops.map { $0.count == nil ? try $0.counted(in: store, mapping: first.mapping) : $0 }
         }
         if let error = Self.dataLossError(counted) { throw error }
+    }
+
+    /// Refuses `plan` (unless ``allowsDataLoss``) when a drop counted so far holds data.
+    private func refuseCountedLoss(_ plan: MigrationPlan) throws {
+        guard !allowsDataLoss, let error = Self.dataLossError(plan.steps.map({ step in
+            var known = step
+            known.drops = step.drops.filter { ($0.count ?? 0) > 0 }
+            return known
+        })) else { return }
+        throw error
     }
 
     /// The error that names every drop of `steps` that loses data, or nil when none does.
@@ -349,19 +364,20 @@ public final class StoreMigrator: Sendable {
         let plan = planned
         // Every drop counted so far refuses the plan before anything is written — the log not
         // even folded in; the rest are counted in the store each step reads, before it runs.
-        if !allowsDataLoss, let error = Self.dataLossError(plan.steps.map { step in
-            var known = step
-            known.drops = step.drops.filter { ($0.count ?? 0) > 0 }
-            return known
-        }) {
-            throw error
-        }
+        try refuseCountedLoss(plan)
         do {
             try type.checkpoint(at: url)
         } catch {
             throw Self.storeFailure(url, error)
         }
         let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
+        // Counted again on the files the run starts from (a write may have come between), so that
+        // what is checked is what the fingerprint guards from here on.
+        if !allowsDataLoss, plan.steps.contains(where: { !$0.drops.isEmpty }) {
+            var recounted = plan
+            try count(&recounted, at: url, type: type, objects: false)
+            try refuseCountedLoss(recounted)
+        }
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).

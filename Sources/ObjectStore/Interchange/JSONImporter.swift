@@ -9,9 +9,17 @@ extension JSONInterchange {
         /// gives replace its own; the rest are kept), as Core Data's and SwiftData's merge by
         /// constraint does. Without it such an object is a constraint violation and nothing is saved.
         public var upsert: Bool
+        /// A relationship may name an object the store already has by its `Entity/pk` (one no
+        /// `_id` of the document is): the new object is linked to it. Off by default: a partial
+        /// export imported into another store would otherwise link to whatever has those keys.
+        public var linksExisting: Bool
 
-        /// Options; by default every object of the document is a new one.
-        public init(upsert: Bool = false) { self.upsert = upsert }
+        /// Options; by default every object of the document is a new one, and every object a
+        /// relationship names is one of the document's.
+        public init(upsert: Bool = false, linksExisting: Bool = false) {
+            self.upsert = upsert
+            self.linksExisting = linksExisting
+        }
     }
 
     /// What an import did, per entity.
@@ -30,9 +38,7 @@ extension JSONInterchange {
     /// hierarchy has the export form `Entity/pk` and none is in use; otherwise
     /// keys are allocated in document order. A relationship may be given on
     /// either side or on both (it is an error if they disagree); attributes left
-    /// out take their default value. A relationship may also name an object the store
-    /// already has by its `Entity/pk` (one no `_id` of the document is): the new object is
-    /// linked to it, and its inverse side updated. Every object is validated first.
+    /// out take their default value. Every object is validated first.
     ///
     /// - Parameters:
     ///   - data: the document's bytes (UTF-8 JSON).
@@ -47,7 +53,9 @@ extension JSONInterchange {
     }
 
     /// ``importDocument(_:into:file:)`` with options: with ``ImportOptions/upsert``, objects that
-    /// equal existing ones by a uniqueness constraint update them.
+    /// equal existing ones by a uniqueness constraint update them; with
+    /// ``ImportOptions/linksExisting``, relationships may name the store's objects by `Entity/pk`
+    /// (the new object is linked to it, and its inverse side updated).
     public static func importDocument(_ data: Data, into store: any PersistentStore, file: String = "input",
                                       options: ImportOptions) throws -> ImportResult {
         var importer = Importer(store: store, file: file, options: options)
@@ -144,7 +152,27 @@ struct Importer {
             }
             updated.append(update)
         }
-        try validate(zip(objects, records).filter { $0.0.updates == nil }.map { ($0.0, $0.1) })
+        // New objects as they are; an updated one as it will be: its stored values and
+        // relationships, with what the document gives over them.
+        var checked: [(Object, ObjectRecord)] = []
+        for (object, record) in zip(objects, records) {
+            guard object.updates != nil else {
+                checked.append((object, record))
+                continue
+            }
+            guard var merged = try store.record(for: record.key) else { continue }
+            for name in object.givenAttributes { merged.attributes[name] = record.attributes[name] }
+            for relationship in object.entity.storedRelationships {
+                if object.given[relationship.name] != nil {
+                    merged.toOne[relationship.name] = record.toOne[relationship.name]
+                    merged.toMany[relationship.name] = record.toMany[relationship.name]
+                } else if relationship.isToMany {
+                    merged.toMany[relationship.name] = try store.relatedKeys(of: record.key, relationship: relationship.name)
+                }
+            }
+            checked.append((object, merged))
+        }
+        try validate(checked)
         try store.save(ChangeSet(inserted: inserted, updated: updated))
         return result
     }
@@ -214,8 +242,10 @@ struct Importer {
                             throw fail("\(place).\(key): \(String(reflecting: name)) is a \(objects[index].entity.name), not a \(relationship.destination)")
                         }
                         target = .new(index)
-                    } else {
+                    } else if options.linksExisting {
                         target = .existing(try existingObject(name, of: relationship.destination, place: "\(place).\(key)"))
+                    } else {
+                        throw fail("\(place).\(key): no object has _id \(String(reflecting: name))")
                     }
                     guard !targets.contains(target) else { throw fail("\(place).\(key): \(String(reflecting: name)) is listed twice") }
                     targets.append(target)

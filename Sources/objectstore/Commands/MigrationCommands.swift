@@ -36,7 +36,7 @@ struct DiffCommand: ParsableCommand {
         let diff = ModelDiff(from: a, to: b, options: allowWidening ? .allowLosslessWidening : [])
         if json {
             let document: [String: Any] = [
-                "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": diff.markedChanges(of: $0)] },
+                "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": $0.changes] },
                 "lightweight": diff.isLightweight,
                 "blockingChanges": diff.blockingChanges,
                 "drops": diff.drops.map { drop -> [String: Any] in

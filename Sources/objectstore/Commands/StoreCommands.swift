@@ -42,6 +42,10 @@ struct ImportCommand: ParsableCommand {
         "An object whose values of a uniqueness constraint's attributes equal an existing object's updates that object.",
         discussion: "The values and relationships the document gives replace the object's; the rest are kept. Without it such an object is a constraint violation and nothing is imported."))
     var upsert = false
+    @Flag(name: .long, help: ArgumentHelp(
+        "A relationship may name an object the store already has by its export _id (Entity/N), when no object of the document has that _id.",
+        discussion: "Without it every object a relationship names must be in the document: a partial export imported into another store does not link to whatever has those keys there."))
+    var linkExisting = false
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
@@ -53,7 +57,7 @@ struct ImportCommand: ParsableCommand {
             if !onServer { StagedStore.sweepAndSay(beside: url) }
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
-                let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert))
+                let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert, linksExisting: linkExisting))
                 try opened.close()
                 // `Entity N` per entity; with --upsert, how many of them were new and how many updated.
                 let counts = result.objects
