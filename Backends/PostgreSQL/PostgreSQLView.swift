@@ -548,9 +548,8 @@ extension PostgreSQLView {
             case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer), (.boolean, .boolean):
                 guard c.op == .equal || c.op == .notEqual || (ordering && type != .boolean) else { return nil }
             case (.double, .double), (.float, .double), (.date, .date):
+                // (A NaN constant never gets here: the predicate check refuses it before any fetch.)
                 guard ordering else { return nil }
-                if case .double(let v) = constant, v.isNaN { return "FALSE" }
-                if case .date(let d) = constant, d.timeIntervalSinceReferenceDate.isNaN { return "FALSE" }
             default: return nil
             }
             guard let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }

@@ -197,8 +197,7 @@ public final class StoreMigrator: Sendable {
         guard !losing.isEmpty else { return nil }
         return MigrationError(.dataLoss, losing.map { step in
             "\(step.source) -> \(step.destination) drops " + step.drops.filter(\.losesData).map(\.description).joined(separator: ", ")
-        }.joined(separator: "; ") + ". Nothing was changed: give a mapping that reads what is to be kept, or allow the loss "
-            + "(StoreMigrator's allowsDataLoss)")
+        }.joined(separator: "; ") + ". Nothing was changed: give a mapping that reads what is to be kept, or allow the loss")
     }
 
     /// A mapping that records neither its versions nor their hashes (an Xcode mapping model

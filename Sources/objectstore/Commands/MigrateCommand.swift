@@ -160,7 +160,7 @@ struct MigrateCommand: ParsableCommand {
             }
         } catch var error as MigrationError where error.code == .dataLoss {
             bar?.finish()
-            error.message = error.message.replacingOccurrences(of: "(StoreMigrator's allowsDataLoss)", with: "with --allow-data-loss")
+            error.message += " with --allow-data-loss"
             throw error
         }
         bar?.finish()
@@ -208,12 +208,7 @@ struct MigrateCommand: ParsableCommand {
             case .lightweight: entry["kind"] = "lightweight"
             case .custom(let file): entry["kind"] = "mapping"; entry["mapping"] = file
             }
-            entry["drops"] = step.drops.map { drop -> [String: Any] in
-                var item: [String: Any] = ["kind": drop.kind.rawValue, "entity": drop.entity]
-                if let property = drop.property { item["property"] = property }
-                item["count"] = drop.count ?? NSNull()
-                return item
-            }
+            entry["drops"] = step.drops.map { $0.jsonObject(counted: true) }
             if index < seconds.count {
                 entry["seconds"] = (seconds[index] * 1000).rounded() / 1000
                 // An in-place step carries every object without reading one.
@@ -229,3 +224,14 @@ struct MigrateCommand: ParsableCommand {
 }
 
 extension PersistentContainer.IncompatibleStorePolicy: ExpressibleByArgument {}
+
+extension DataDrop {
+    /// `{kind, entity, property?, count?}` as `migrate --json` and `diff --json` print a drop
+    /// (`count` only where the store was read: a number, or null when it is counted as the step runs).
+    func jsonObject(counted: Bool) -> [String: Any] {
+        var item: [String: Any] = ["kind": kind.rawValue, "entity": entity]
+        if let property { item["property"] = property }
+        if counted { item["count"] = count ?? NSNull() }
+        return item
+    }
+}

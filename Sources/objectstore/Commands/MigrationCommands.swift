@@ -39,11 +39,7 @@ struct DiffCommand: ParsableCommand {
                 "entities": diff.entities.map { ["entity": $0.entity, "status": $0.status, "changes": $0.changes] },
                 "lightweight": diff.isLightweight,
                 "blockingChanges": diff.blockingChanges,
-                "drops": diff.drops.map { drop -> [String: Any] in
-                    var item: [String: Any] = ["kind": drop.kind.rawValue, "entity": drop.entity]
-                    if let property = drop.property { item["property"] = property }
-                    return item
-                },
+                "drops": diff.drops.map { $0.jsonObject(counted: false) },
             ]
             let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             output(String(decoding: data, as: UTF8.self))
