@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
         .library(name: "PostgreSQLStore", targets: ["PostgreSQLStore"]),
+        .library(name: "BuiltInBackends", targets: ["BuiltInBackends"]),
         .library(name: "ObjectStoreData", targets: ["ObjectStoreData"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
     ],
@@ -65,6 +66,13 @@ let package = Package(
             dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto"), log],
             path: "Backends/Atomic"
         ),
+        // The one list of the backends that come with ObjectStore: the tool, the typed layer and the
+        // tests take it. A new backend is its folder under Backends/ and one line of this list.
+        .target(
+            name: "BuiltInBackends",
+            dependencies: ["ObjectStore", "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore"],
+            path: "Backends/BuiltIn"
+        ),
         // The typed layer, shaped like SwiftData: @Model classes, #Predicate fetches, containers and
         // contexts over any backend (docs/typed-models.md). Nothing below it knows it.
         .macro(
@@ -78,15 +86,14 @@ let package = Package(
         .target(
             name: "ObjectStoreData",
             dependencies: [
-                "ObjectStoreDataMacros", "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "SQLiteStore", "AtomicStore",
-                "LMDBStore", "PostgreSQLStore",
+                "ObjectStoreDataMacros", "ObjectModel", "ObjectStore", "ObjectMigration", "BuiltInBackends",
             ]
         ),
         .executableTarget(
             name: "objectstore",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "InMemoryStore", "AtomicStore", "SQLiteStore", "LMDBStore",
-                "PostgreSQLStore", .product(name: "ArgumentParser", package: "swift-argument-parser"), log,
+                "ObjectModel", "ObjectStore", "ObjectMigration", "BuiltInBackends",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), log,
             ]
         ),
         .testTarget(
@@ -108,7 +115,7 @@ let package = Package(
         // What several test targets share: SQLite's own view of a file, stores written the way
         // Core Data writes them, JSON documents compared value by value, the model caches of
         // real Core Data stores (Fixtures/ModelCache).
-        .target(name: "TestSupport", dependencies: ["CSQLite", "ObjectModel"], path: "Tests/Support", resources: [.copy("Fixtures")]),
+        .target(name: "TestSupport", dependencies: ["CSQLite", "ObjectModel", "BuiltInBackends"], path: "Tests/Support", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]
@@ -125,11 +132,11 @@ let package = Package(
         .testTarget(
             name: "MigrationTests",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting",
+                "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting", "BuiltInBackends",
                 "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
             ]
         ),
-        .testTarget(name: "ObjectStoreDataTests", dependencies: ["objectstore", "ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "TestSupport"]),
+        .testTarget(name: "ObjectStoreDataTests", dependencies: ["objectstore", "ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "BuiltInBackends", "TestSupport"]),
         .testTarget(
             name: "ObjectStoreDataMacrosTests",
             dependencies: [

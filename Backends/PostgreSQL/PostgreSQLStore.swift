@@ -43,6 +43,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// For a snapshot, each root's last allocated key when it was taken (sequences are outside
     /// transactions, so a snapshot reads them once, at its start).
     private let snapshotKeys: [String: Int64]
+    /// The metadata row of the model's version hashes when the store opened: a save finds it
+    /// unchanged, or the store was migrated or replaced meanwhile and the save is refused.
+    private let openedHashes: Data?
     /// Guards ``connection``.
     private let lock = NSLock()
     /// The connection. Not Sendable: only ever touched inside `lock`, one thread at a time,
@@ -81,6 +84,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                 if options.readOnly { try connection.execute("SET default_transaction_read_only = on") }
                 return metadata
             }
+            openedHashes = try PostgreSQLStoreType.mapping(location) { try Self.hashesRow(connection, location) }
         } catch {
             connection.close()
             throw error
@@ -95,6 +99,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         model = store.model
         layout = store.layout
         identifier = store.identifier
+        openedHashes = store.openedHashes
         isReadOnly = true
         historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
@@ -298,9 +303,37 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             return try PostgreSQLStoreType.mapping(location) {
-                try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") { try body(view) }
+                try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {
+                    try checkStillTheStore(connection)
+                    return try body(view)
+                }
             }
         }
+    }
+
+    /// The metadata row of the version hashes, as stored.
+    private static func hashesRow(_ connection: PGConnection, _ location: PostgreSQLLocation) throws -> Data? {
+        try connection.query("SELECT value FROM \(location.qualified(PostgreSQLLayout.metadataTable)) WHERE key = $1",
+                             [.text(StoreMetadata.Key.versionHashes)]).bytes(0, 0)
+    }
+
+    /// At the start of a write transaction: takes the migration lock shared (a migration running
+    /// refuses the save: ``StoreError/Code/busy``), and checks that the store is still the one that
+    /// opened — its version hashes as they were, or the model's (``StoreError/Code/storeReplaced``
+    /// when a migration or a replacement came between). One round trip.
+    private func checkStillTheStore(_ connection: PGConnection) throws {
+        let rows = try connection.query(
+            "SELECT pg_try_advisory_xact_lock_shared(hashtext($1)), (SELECT value FROM \(location.qualified(PostgreSQLLayout.metadataTable)) WHERE key = $2)",
+            [.text(PostgreSQLStoreType.migrationLockKey(location)), .text(StoreMetadata.Key.versionHashes)])
+        guard rows.text(0, 0) == "t" else {
+            throw StoreError(.busy, "the store is being migrated by another process; nothing was saved (save again when the migration is done)", url: location.url)
+        }
+        let hashes = rows.bytes(0, 1)
+        if hashes == openedHashes { return }
+        // Written again with the same hashes (another encoding of the same value) is the same model.
+        if let hashes, let current = PropertyListValue.decodeDictionary(hashes)?[StoreMetadata.Key.versionHashes],
+           StoreMetadata([StoreMetadata.Key.versionHashes: current]).compatibility(with: model).isCompatible { return }
+        throw StoreError(.storeReplaced, "the store was migrated or replaced since it was opened; nothing was saved (open it again)", url: location.url)
     }
 }
 

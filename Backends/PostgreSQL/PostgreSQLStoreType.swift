@@ -115,17 +115,105 @@ public struct PostgreSQLStoreType: StoreType {
         }
     }
 
+    /// `postgresql://` and `postgres://`, libpq's two spellings.
+    public var urlSchemes: [String] { ["postgresql", "postgres"] }
+
     /// What names one store whatever the URL's spelling: the server cluster's system identifier,
-    /// the database and the schema (two URLs with the same identity are the same store).
-    public func identity(at url: URL) throws -> String {
+    /// the database and the schema (two URLs with the same identity are the same store); nil when
+    /// the server cannot be reached.
+    public func identity(at url: URL) -> String? {
+        guard let location = try? PostgreSQLLocation(url), let connection = try? Self.connect(location) else { return nil }
+        defer { connection.close() }
+        guard let rows = try? connection.query("SELECT system_identifier::text, current_database() FROM pg_control_system()") else { return nil }
+        return "\(rows.text(0, 0) ?? "")/\(rows.text(0, 1) ?? "")/\(location.schema)"
+    }
+
+    /// A schema of its own in the same database (``PostgreSQLStagedStore``).
+    public func stage(beside destination: URL, verb: String) throws -> any StagedLocation {
+        try PostgreSQLStagedStore(beside: destination, verb: verb)
+    }
+
+    /// Drops the staging schemas killed runs left (``PostgreSQLStagedStore/sweep(beside:)``).
+    public func sweepStaged(beside destination: URL) -> [String] {
+        PostgreSQLStagedStore.sweep(beside: destination).map { "the schema \($0)" }
+    }
+
+    /// ``install(at:with:replacing:)``: one transaction.
+    public func install(_ staged: URL, at destination: URL, replacing existing: (any StoreType)?) throws {
+        try install(at: destination, with: staged, replacing: existing != nil)
+    }
+
+    /// The store's migration lock, an advisory lock held by a connection for as long as `body`
+    /// runs: a second migration fails with ``StoreError/Code/busy``, and so does every save of the
+    /// store meanwhile (each save takes the lock shared, in its transaction); a save that began
+    /// before is waited for, up to 10 seconds. A store opened before the migration refuses to save
+    /// into the migrated store (``StoreError/Code/storeReplaced``). A killed run's lock goes with
+    /// its connection.
+    public func withMigrationLock<T>(at url: URL, _ body: () throws -> T) throws -> T {
         let location = try PostgreSQLLocation(url)
         let connection = try Self.connect(location)
+        // Released before the connection goes: the server ends a closed session a moment later,
+        // and a save right after the migration must not find the lock still held.
+        defer {
+            _ = try? connection.query("SELECT pg_advisory_unlock_all()")
+            connection.close()
+        }
+        try Self.mapping(location) {
+            // One migration at a time (a killed run's lock is waited for while its server process
+            // notices the lost connection); then the writers' lock, once saves under way end.
+            do {
+                try connection.execute("SET lock_timeout = '3s'")
+                try connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text("objectstore migration " + location.quotedSchema)])
+            } catch let error as PostgreSQLError where error.sqlState == "55P03" {
+                throw StoreError(.busy, "another process is migrating the store", url: url)
+            }
+            try connection.execute("SET lock_timeout = '10s'")
+            do {
+                try connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(Self.migrationLockKey(location))])
+            } catch let error as PostgreSQLError where error.sqlState == "55P03" {
+                throw StoreError(.busy, "a save of the store has been under way for 10 seconds; nothing was migrated", url: url, cause: error)
+            }
+        }
+        logger.debug("the migration lock of the store in schema \(location.schema) is held")
+        return try body()
+    }
+
+    /// Nil: the migration lock keeps every writer out (``withMigrationLock(at:_:)``).
+    public func changeToken(at url: URL) -> AnyHashable? { nil }
+
+    /// Copies the store's tables, sequences (at their values), relation and metadata tables into
+    /// `destination`'s schema, in one transaction under both stores' locks.
+    public func copyStore(at source: URL, to destination: URL) throws {
+        let (from, to) = (try PostgreSQLLocation(source), try PostgreSQLLocation(destination))
+        guard from.conninfo == to.conninfo else {
+            throw StoreError(.invalidChange, "a PostgreSQL store is copied only within its database", url: destination)
+        }
+        let connection = try Self.connect(from)
         defer { connection.close() }
-        return try Self.mapping(location) {
-            let rows = try connection.query("SELECT system_identifier::text, current_database() FROM pg_control_system()")
-            return "\(rows.text(0, 0) ?? "")/\(rows.text(0, 1) ?? "")/\(location.schema)"
+        try Self.mapping(from) {
+            try Self.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {
+                try Self.lock(connection, from)
+                try Self.lock(connection, to)
+                guard try Self.exists(connection, from) else { throw StoreError(.notFound, "no PostgreSQL store to copy", url: source) }
+                try connection.execute("CREATE SCHEMA IF NOT EXISTS \(to.quotedSchema)")
+                let tables = try Self.relations(connection, from) + [("table", PostgreSQLLayout.relationsTable), ("table", PostgreSQLLayout.metadataTable)]
+                for (kind, name) in tables {
+                    if kind == "sequence" {
+                        let rows = try connection.query("SELECT min_value::text, start_value::text FROM pg_sequences WHERE schemaname = $1 AND sequencename = $2",
+                                                        [.text(from.schema), .text(name)])
+                        try connection.execute("CREATE SEQUENCE \(to.qualified(name)) MINVALUE \(rows.int64(0, 0) ?? 0) START \(rows.int64(0, 1) ?? 0)")
+                        try connection.query("SELECT setval($1::regclass, last_value, is_called) FROM \(from.qualified(name))", [.text(to.qualified(name))])
+                    } else {
+                        try connection.execute("CREATE TABLE \(to.qualified(name)) (LIKE \(from.qualified(name)) INCLUDING ALL)")
+                        try connection.execute("INSERT INTO \(to.qualified(name)) SELECT * FROM \(from.qualified(name))")
+                    }
+                }
+            }
         }
     }
+
+    /// The advisory lock a migration holds on the store for as long as it runs.
+    static func migrationLockKey(_ location: PostgreSQLLocation) -> String { "objectstore migrating " + location.quotedSchema }
 
     /// A location for a store staged beside the one at `url`: the same database, a schema of its
     /// own (`<schema>_<verb>_<id>`), to be moved over it with ``replace(at:with:)`` once complete.
@@ -279,7 +367,7 @@ public struct PostgreSQLStoreType: StoreType {
 ///     throw error
 /// }
 /// ```
-public final class PostgreSQLStagedStore {
+public final class PostgreSQLStagedStore: StagedLocation {
     /// Where the staged store is: the destination's URL with the staging schema.
     public let url: URL
     private let connection: PGConnection
@@ -312,6 +400,12 @@ public final class PostgreSQLStagedStore {
 
     /// Ends the staging after the store was moved into place (its schema is gone with the move).
     public func finish() {
+        close()
+    }
+
+    /// Releases the staging's lock (at once, not when the server ends the session) and disconnects.
+    private func close() {
+        _ = try? connection.query("SELECT pg_advisory_unlock_all()")
         connection.close()
     }
 
@@ -321,7 +415,7 @@ public final class PostgreSQLStagedStore {
             try PostgreSQLStoreType.dropRelations(connection, location)
             try connection.execute("DROP SCHEMA IF EXISTS \(location.quotedSchema) CASCADE")
         }
-        connection.close()
+        close()
     }
 
     /// Drops the staging schemas that killed runs left beside the store at `destination` (marked
@@ -336,7 +430,10 @@ public final class PostgreSQLStagedStore {
         for index in 0..<rows.count {
             guard let schema = rows.text(index, 0) else { continue }
             let key = lockKey(schema)
-            guard (try? connection.query("SELECT pg_try_advisory_lock(hashtext($1))", [.text(key)]).text(0, 0)) == "t" else { continue }
+            // Held: a live run's, or a killed run's whose server process has not yet noticed the lost
+            // connection (a moment): waited for briefly.
+            guard (try? connection.execute("SET lock_timeout = '2s'")) != nil,
+                  (try? connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(key)])) != nil else { continue }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext($1))", [.text(key)]) }
             if (try? connection.execute("DROP SCHEMA IF EXISTS \(PGConnection.quote(schema)) CASCADE")) != nil {
                 removed.append(schema)

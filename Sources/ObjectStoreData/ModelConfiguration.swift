@@ -1,4 +1,6 @@
+import BuiltInBackends
 import Foundation
+import ObjectStore
 
 /// Where and how a container keeps its store.
 ///
@@ -109,16 +111,15 @@ public struct ModelConfiguration: Sendable, Hashable, Identifiable {
         isStoredInMemoryOnly = storeType == "memory"
     }
 
-    /// The store type's name this configuration opens.
-    var resolvedStoreType: String {
+    /// The store type's name this configuration opens: the one given, else the type of the URL's
+    /// scheme, else of its file extension, else the default (SQLite).
+    func resolvedStoreType(in registry: StoreTypeRegistry) -> String {
         if let storeType { return storeType }
-        let scheme = url.scheme?.lowercased()
-        if scheme == "postgresql" || scheme == "postgres" { return "postgresql" }
-        switch url.pathExtension.lowercased() {
-        case "lmdb", "mdb": return "lmdb"
-        case "atomic": return "atomic"
-        default: return "sqlite"
-        }
+        if !url.isFileURL, let scheme = url.scheme, let type = registry.type(forScheme: scheme) { return type.name }
+        // `.store`, SwiftData's default name, is the default type's here, as there.
+        let fileExtension = url.pathExtension.lowercased()
+        if fileExtension != "store", let type = registry.type(forExtension: fileExtension) { return type.name }
+        return BuiltInBackends.defaultType.name
     }
 
     static func defaultURL(_ name: String) -> URL {

@@ -1,12 +1,8 @@
-import AtomicStore
+import BuiltInBackends
 import Foundation
-import InMemoryStore
-import LMDBStore
 import ObjectMigration
 import ObjectModel
 import ObjectStore
-import PostgreSQLStore
-import SQLiteStore
 
 /// A schema and the store that holds its models: open it once, then make contexts on it.
 ///
@@ -59,13 +55,11 @@ public final class ModelContainer: Sendable {
         self.schema = schema
         self.configurations = [configuration]
         let registry = StoreTypeRegistry()
-        for register in [InMemoryStore.register, SQLiteStore.register, AtomicStore.register, LMDBStore.register, PostgreSQLStore.register] {
-            register(registry)
-        }
+        BuiltInBackends.register(in: registry)
         coordinator = StoreCoordinator(model: schema.model, registry: registry)
         let type: any StoreType
         do {
-            type = try registry.type(named: configuration.resolvedStoreType)
+            type = try registry.type(named: configuration.resolvedStoreType(in: registry))
         } catch {
             throw ModelContainerError("\(configuration.url): \(error)", cause: error)
         }

@@ -1,14 +1,10 @@
 import ArgumentParser
+import BuiltInBackends
 import Foundation
-import AtomicStore
-import InMemoryStore
-import LMDBStore
-import PostgreSQLStore
 import ObjectMigration
 import ObjectModel
 import Logging
 import ObjectStore
-import SQLiteStore
 
 /// The `objectstore` command-line tool.
 @main
@@ -38,11 +34,7 @@ struct ObjectStoreCommand: ParsableCommand {
     }
 
     static func main() {
-        InMemoryStore.register()
-        SQLiteStore.register()
-        AtomicStore.register()
-        LMDBStore.register()
-        PostgreSQLStore.register()
+        BuiltInBackends.register()
         // `--json` means JSON, errors included: `{"error": {"code": …, "message": …}}` on stdout
         // (one line, so a JSON Lines reader of watch or history reads it too), the line on stderr as always.
         var arguments = Array(CommandLine.arguments.dropFirst())

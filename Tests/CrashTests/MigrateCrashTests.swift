@@ -58,21 +58,26 @@ struct MigrateCrashTests {
         return books
     }
 
-    @Test("migrate, killed: the store at its version with its data or at the target with all of it; the next run finishes clean",
-          arguments: CLI.backends)
-    func migrate(_ type: String) throws {
-        let workspace = try Harness()
+    /// The three-version bundle, the mapping file and the data of `count` books in `workspace`.
+    static func writeInputs(_ workspace: Harness, count: Int) throws -> (bundle: String, mapping: String, data: String) {
         for (name, extra) in [("Books", ""), ("Books 2", Self.note), ("Books 3", Self.note + Self.label)] {
             let folder = workspace.url.appending(path: "Books.xcdatamodeld/\(name).xcdatamodel")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try Data(Self.version(extra).utf8).write(to: folder.appending(path: "contents"))
         }
-        let bundle = workspace.path("Books.xcdatamodeld")
         let mapping = try workspace.write(Self.mapping, to: "to-3.json")
-        let count = 400
         let shelves = (0..<4).map { "{\"_id\": \"s\($0)\", \"name\": \"shelf \($0)\"}" }
         let list = (0..<count).map { "{\"_id\": \"b\($0)\", \"title\": \"book \($0) é\", \"pages\": \($0), \"shelf\": \"s\($0 % 4)\"}" }
         let data = try workspace.write("{\"Shelf\": [\(shelves.joined(separator: ", "))], \"Book\": [\(list.joined(separator: ", "))]}", to: "data.json")
+        return (workspace.path("Books.xcdatamodeld"), mapping, data)
+    }
+
+    @Test("migrate, killed: the store at its version with its data or at the target with all of it; the next run finishes clean",
+          arguments: CLI.backends)
+    func migrate(_ type: String) throws {
+        let workspace = try Harness()
+        let count = 400
+        let (bundle, mapping, data) = try Self.writeInputs(workspace, count: count)
         // The original store, kept aside byte for byte to start every run from.
         let pristine = workspace.path("pristine.\(type)"), store = workspace.path("store.\(type)")
         #expect(try CLI.run("create", pristine, "--model", bundle, "--model-version", "Books").status == 0)
@@ -103,5 +108,60 @@ struct MigrateCrashTests {
             #expect(try Self.books(try CLI.run("export", store).stdout) == target, "\(label)")
             #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
         }
+    }
+
+    @Test("migrate a PostgreSQL store, killed: at its version with its data or at the target with all of it, its UUID kept; the next run finishes and leaves no schema behind")
+    func migratePostgreSQL() throws {
+        let workspace = try Harness()
+        let count = 2_000
+        let (bundle, mapping, data) = try Self.writeInputs(workspace, count: count)
+        let pristine = workspace.path("pristine.sqlite")
+        #expect(try CLI.run("import", pristine, data, "--model", bundle, "--model-version", "Books").status == 0)
+        let original = try Self.books(try CLI.run("export", pristine).stdout)
+        let target = Dictionary(uniqueKeysWithValues: original.map { ($0.key, [$0.value[0], $0.value[1], $0.key.uppercased()]) })
+        let store = try PostgreSQLTestServer.location().absoluteString
+        let schema = String(store[store.range(of: "schema=")!.upperBound...])
+        defer { _ = try? CLI.run("destroy", store) }
+        func uuid() throws -> String {
+            try PostgreSQLTestServer.psql("SELECT md5(value) FROM \"\(schema)\".objectstore_metadata WHERE key = 'NSStoreUUID'")
+        }
+        /// Every schema of the server named after the store's (its own, and staging ones).
+        func schemas() throws -> [String] {
+            try PostgreSQLTestServer.psql("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, '\(schema)') ORDER BY 1").split(separator: "\n").map(String.init)
+        }
+        var identity = ""
+        func prepare() throws {
+            _ = try CLI.run("destroy", store)
+            let converted = try CLI.run("convert", pristine, store)
+            #expect(converted.status == 0, "\(converted.stderr)")
+            identity = try uuid()
+        }
+        let arguments = ["migrate", store, "--model", bundle, "--mapping", mapping]
+        let total = try CrashHarnessTests.duration(arguments, prepare: prepare)
+        #expect(try Self.books(try CLI.run("export", store).stdout) == target, "an uninterrupted run")
+        #expect(try uuid() == identity && !identity.isEmpty, "the store keeps its UUID")
+        #expect(try schemas() == [schema])
+        var swept = 0
+        for delay in (0..<Self.kills).map({ total * (Double($0) + 0.5) / Double(Self.kills) }) {
+            try prepare()
+            try CrashHarnessTests.run(arguments, killingAfter: delay)
+            let label = "postgresql killed at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
+            let plan = try CLI.run(["migrate", store, "--model", bundle, "--mapping", mapping, "--dry-run", "--json"])
+            let from = (try? JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["from"] as? String
+            #expect(["Books", "Books 3"].contains(from), "\(label): the store is at \(from ?? plan.stderr)")
+            #expect(try Self.books(try CLI.run("export", store).stdout) == (from == "Books" ? original : target), "\(label): the data is not whole")
+            #expect(try uuid() == identity, "\(label): the UUID changed")
+            let left = try schemas().count - 1
+            let again = try CLI.run(arguments)
+            #expect(again.status == 0, "\(label): the next run failed: \(again.stderr)")
+            // Each staging schema the killed run left is dropped by the next run, and said.
+            #expect(again.stderr.components(separatedBy: "removed the schema ").count - 1 == left, "\(label): \(again.stderr)")
+            swept += left
+            #expect(try Self.books(try CLI.run("export", store).stdout) == target, "\(label)")
+            #expect(try uuid() == identity, "\(label): the UUID changed")
+            #expect(try schemas() == [schema], "\(label): left behind")
+        }
+        // The kills fell inside the run, where it stages: at least one left a schema to sweep.
+        #expect(swept > 0)
     }
 }

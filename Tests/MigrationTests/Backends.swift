@@ -1,4 +1,4 @@
-import AtomicStore
+import BuiltInBackends
 import Foundation
 import InMemoryStore
 import LMDBStore
@@ -8,20 +8,18 @@ import PostgreSQLStore
 import SQLiteStore
 import TestSupport
 
-/// Every backend, from one registry: a new backend joins every migration test by being
-/// registered here.
+/// Every backend, from the one list (`BuiltInBackends`): a new backend joins every migration test
+/// by being on it.
 enum Backends {
     static let registry: StoreTypeRegistry = {
         let registry = StoreTypeRegistry()
-        InMemoryStore.register(in: registry)
-        SQLiteStore.register(in: registry)
-        AtomicStore.register(in: registry)
-        LMDBStore.register(in: registry)
-        PostgreSQLStore.register(in: registry)
+        BuiltInBackends.register(in: registry)
         return registry
     }()
 
     static let all = registry.names
+    /// The backends whose stores are files.
+    static let files = all.filter { !type($0).fileExtensions.isEmpty }
 
     static func type(_ name: String) -> any StoreType {
         guard let type = try? registry.type(named: name) else { fatalError("no backend named \(name) in the test registry") }

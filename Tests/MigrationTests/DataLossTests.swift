@@ -36,7 +36,7 @@ struct DataLossTests {
          "Draft": [{"_id": "d", "text": "d1"}, {"_id": "e"}, {"_id": "f", "text": "d3"}]}
         """
 
-    static let durable = Backends.all.filter { $0 != "memory" && $0 != "postgresql" }
+    static let durable = Backends.files
 
     @Test("the inferred step drops Author.born and Draft, counted as the document holds them, and not the many-to-many the inverse carries",
           arguments: durable)

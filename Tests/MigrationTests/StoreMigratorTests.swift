@@ -85,24 +85,9 @@ enum History {
 
 @Suite("StoreMigrator: any old store to the current version")
 struct StoreMigratorTests {
-    /// The backends whose stores are files: `StoreMigrator` migrates those in place (a lock on
-    /// the main file, intermediate stores staged beside it). A PostgreSQL store has no files and is
-    /// migrated into a new store with `MigrationManager` (every conversion pair runs it), which
-    /// `StoreMigrator` says when given one (tested below).
-    static let durable = Backends.all.filter { $0 != "memory" && $0 != PostgreSQLStore.typeName }
-
-    @Test("a PostgreSQL store is refused by the in-place migrator, which names MigrationManager, and is left as it was")
-    func postgreSQLIsMigratedByTheManager() throws {
-        let workspace = try Workspace()
-        let url = workspace.location("old", PostgreSQLStore.typeName)
-        try makeStore(PostgreSQLStore.typeName, at: url, model: History.model("v1"), json: History.document("v1"))
-        let before = try export(PostgreSQLStore.typeName, at: url, model: History.model("v1"))
-        let error = try #require(throws: MigrationError.self) {
-            _ = try StoreMigrator(versions: History.versions).migrateStore(at: url, type: Backends.type(PostgreSQLStore.typeName))
-        }
-        #expect(error.message.contains("MigrationManager"))
-        #expect(try export(PostgreSQLStore.typeName, at: url, model: History.model("v1")) == before)
-    }
+    /// The backends whose stores are files, compared file by file below: the server's store
+    /// migrates with the same migrator and is checked through the server (PostgreSQLMigrationTests).
+    static let durable = Backends.files
 
     /// The store at `url`, read with v4, checked against the document it was made from:
     /// every value, the computed label, both sides of every relationship.
@@ -621,7 +606,7 @@ struct StagedMigrationTests {
     ]
 
     @Test("the classic decomposition: add it optional and fill it (a custom stage), then make it required (a lightweight stage)",
-          arguments: StoreMigratorTests.durable)
+          arguments: StoreMigratorTests.durable + [PostgreSQLStore.typeName])
     func decomposition(_ backend: String) throws {
         let workspace = try Workspace()
         let url = workspace.location("people", backend)
@@ -637,6 +622,8 @@ struct StagedMigrationTests {
         #expect(Set(try store.fetch(FetchRequest(entity: "Person")).map { $0.attributes["fullName"] }) == [.string("Ada Lovelace"), .string("Grace Hopper")])
         let left = try Set(workspace.snapshot().keys)
         #expect(left.allSatisfy { !$0.hasPrefix(".") }, "\(left)")
+        // On a server: the copy the stage wrote to and the step's store were schemas of their own, gone.
+        if backend == PostgreSQLStore.typeName { #expect(try PostgreSQLMigrationTests.schemas(beside: url) == [PostgreSQLMigrationTests.schema(url)]) }
     }
 
     @Test("a stage that leaves the attribute unfilled: the required step refuses, the original store is as it was")

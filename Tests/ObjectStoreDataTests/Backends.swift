@@ -1,3 +1,4 @@
+import BuiltInBackends
 import Foundation
 import ObjectStoreData
 import PostgreSQLStore
@@ -5,7 +6,7 @@ import TestSupport
 
 /// The backends every typed test runs on, and a container of the test models on each.
 enum TypedBackends {
-    static let all = ["memory", "sqlite", "lmdb", "atomic", "postgresql"]
+    static let all = BuiltInBackends.types.map(\.name)
 
     /// A folder (and, on the test server, schemas) of the test's own, removed when it goes.
     final class Place {

@@ -51,8 +51,8 @@ struct PostgreSQLConcurrencyTests {
         #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Person\"") == "0\n")
         // postgres:// and postgresql://, another parameter: the same store.
         let respelled = URL(string: url.absoluteString.replacingOccurrences(of: "postgresql://", with: "postgres://") + "&connect_timeout=5")!
-        #expect(try PostgreSQLStoreType().identity(at: url) == PostgreSQLStoreType().identity(at: respelled))
-        #expect(try PostgreSQLStoreType().identity(at: url) != PostgreSQLStoreType().identity(at: staged))
+        #expect(PostgreSQLStoreType().identity(at: url) == PostgreSQLStoreType().identity(at: respelled))
+        #expect(PostgreSQLStoreType().identity(at: url) != PostgreSQLStoreType().identity(at: staged))
     }
 
     @Test("eight connections incrementing one counter with optimistic locking: every increment that saved is there, none lost")

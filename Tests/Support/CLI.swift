@@ -1,3 +1,4 @@
+import BuiltInBackends
 import Foundation
 
 /// Runs the built `objectstore` binary, as a user would.
@@ -19,7 +20,7 @@ public struct CLI {
 
     /// The tool's store types, each named by its usual file extension: the one list every
     /// CLI test runs over (a test checks it against the tool's own list).
-    public static let backends = ["atomic", "lmdb", "sqlite"]
+    public static let backends = BuiltInBackends.types.filter { !$0.fileExtensions.isEmpty }.map(\.name)
 
     public static var binary: URL {
         // The test bundle lives in the same build folder as the executable.

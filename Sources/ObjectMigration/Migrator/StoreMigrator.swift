@@ -340,22 +340,20 @@ public final class StoreMigrator: Sendable {
                              progress: (@Sendable (StepProgress) -> Void)? = nil) throws -> MigrationResult {
         let url = FileOperations.resolved(url)
         cancelled.store(false, ordering: .relaxed)
-        guard let main = type.fileURLs(for: url).first else {
-            throw MigrationError(.store, "\(url.absoluteString): a \(type.name) store has no files to migrate in place; "
-                                 + "migrate it into a new store with MigrationManager (with the objectstore tool: convert it "
-                                 + "to a SQLite file, migrate that, and convert it back)")
-        }
-        // One migration of a store at a time: a lock on its main file (flock, which SQLite's and
-        // LMDB's own locks do not touch), so a second run never sweeps the first's intermediates.
-        let lock: FileLock
+        // One migration of a store at a time (StoreType.withMigrationLock), so a second run never
+        // sweeps the first's intermediates.
         do {
-            lock = try FileLock(existing: main, what: url)
-        } catch {
+            return try type.withMigrationLock(at: url) { try migrateLocked(at: url, type: type, to: target, progress: progress) }
+        } catch let error as StoreError {
             throw Self.storeFailure(url, error)
         }
-        defer { lock.release() }
-        let removed = StagedStore.sweep(beside: url)
-        logger.debug("migrating \(url.path) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
+    }
+
+    /// ``migrateStore(at:type:to:progress:)`` under the store's migration lock.
+    private func migrateLocked(at url: URL, type: any StoreType, to target: String?,
+                               progress: (@Sendable (StepProgress) -> Void)?) throws -> MigrationResult {
+        let removed = type.sweepStaged(beside: url)
+        logger.debug("migrating \(url.isFileURL ? url.path : url.absoluteString) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
         // Objects are counted only when a copy step will read every object anyway: an in-place
         // plan reads none. What the steps drop is counted with the plan.
         var planned = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
@@ -369,7 +367,7 @@ public final class StoreMigrator: Sendable {
         } catch {
             throw Self.storeFailure(url, error)
         }
-        let before = FileOperations.Fingerprint(of: type.fileURLs(for: url))
+        let before = type.changeToken(at: url)
         // Counted again on the files the run starts from (a write may have come between), so that
         // what is checked is what the fingerprint guards from here on.
         if !allowsDataLoss, plan.steps.contains(where: { !$0.drops.isEmpty }) {
@@ -380,14 +378,20 @@ public final class StoreMigrator: Sendable {
         var result = MigrationResult(plan: plan, removedLeftovers: removed, seconds: [])
         guard !plan.steps.isEmpty else { return result }
         // The store the last copy step made (nil: none yet, the steps read the original).
-        var latest: StagedStore?
+        var latest: (any StagedLocation)?
+        // Every place this run staged a store in, so that an error names the store instead.
+        var staging: [URL] = []
+        func stage() throws -> any StagedLocation {
+            let staged = try type.stage(beside: url, verb: "migrating")
+            staging.append(staged.url)
+            return staged
+        }
         do {
             // A stage's closures write to the store: to a copy of the original, never to the original itself.
             if plan.steps.contains(where: { $0.hooks != nil }) {
-                let copy = try StagedStore(beside: url, verb: "migrating")
+                let copy = try stage()
                 latest = copy
-                try FileManager.default.copyItem(at: main, to: copy.url)
-                try FileOperations.copyFolders(of: type.fileURLs(for: url), to: type.fileURLs(for: copy.url))
+                try type.copyStore(at: url, to: copy.url)
             }
             var index = 0
             while index < plan.steps.count {
@@ -398,7 +402,7 @@ public final class StoreMigrator: Sendable {
                     // A run of in-place steps: one transaction on the store the last copy made, or on the original.
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
                     // In place on the original: what was planned and counted must be what is changed.
-                    if latest == nil, FileOperations.Fingerprint(of: type.fileURLs(for: url)) != before {
+                    if latest == nil, type.changeToken(at: url) != before {
                         throw MigrationError(.storeChanged, "\(url.path) was written by another process after its migration was planned; "
                                              + "it was left as that process wrote it: migrate it again when no process has it open")
                     }
@@ -422,7 +426,7 @@ public final class StoreMigrator: Sendable {
                 if let willMigrate = step.hooks?.willMigrate, let latest {
                     try Self.run(willMigrate, on: latest.url, type: type, model: try versions.model(named: step.source), step: step)
                 }
-                let staged = try StagedStore(beside: url, verb: "migrating")
+                let staged = try stage()
                 logger.debug("step \(index + 1) of \(plan.steps.count), \(step.source) -> \(step.destination): from \((latest?.url ?? url).lastPathComponent) into \(staged.url.lastPathComponent)")
                 let position = index
                 let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
@@ -437,10 +441,10 @@ public final class StoreMigrator: Sendable {
                     try manager.migrateStore(at: latest?.url ?? url, type: type, to: staged.url, type: type,
                                              destinationOptions: StoreOptions(author: author))
                 } catch {
-                    staged.discard(type)
+                    staged.discard()
                     throw error
                 }
-                latest?.discard(type)
+                latest?.discard()
                 latest = staged
                 if let didMigrate = step.hooks?.didMigrate {
                     try Self.run(didMigrate, on: staged.url, type: type, model: try versions.model(named: step.destination), step: step)
@@ -460,27 +464,30 @@ public final class StoreMigrator: Sendable {
                 try store.close()
                 return result
             }
-            guard FileOperations.Fingerprint(of: type.fileURLs(for: url)) == before else {
+            guard type.changeToken(at: url) == before else {
                 throw MigrationError(.storeChanged, "\(url.path) was written by another process while it was migrated; "
                                      + "it was left as that process wrote it: migrate it again when no process has it open")
             }
             try checkCancelled(plan.steps.last!)
-            try StagedStore.install(latest.url, type: type, at: url, replacing: type)
+            try type.install(latest.url, at: url, replacing: type)
             latest.finish()
-            logger.debug("installed the migrated store at \(url.path)")
+            logger.debug("installed the migrated store at \(url.isFileURL ? url.path : url.absoluteString)")
             return result
         } catch {
-            latest?.discard(type)
+            latest?.discard()
             let staged = url.deletingLastPathComponent().appending(path: ".\(url.lastPathComponent).migrating-").path
-            throw Self.storeFailure(url, Self.naming(error, staged: staged, as: url))
+            throw Self.storeFailure(url, Self.naming(error, staged: url.isFileURL ? staged : nil, urls: staging, as: url))
         }
     }
 
     /// `error` with the intermediate stores it names (`<folder>/.<name>.migrating-<uuid>…`, staged
     /// by this run and gone with it) named as the store being migrated: a person never reads a
     /// staging store's name or UUID.
-    static func naming(_ error: any Error, staged prefix: String, as url: URL) -> any Error {
+    static func naming(_ error: any Error, staged prefix: String?, urls: [URL] = [], as url: URL) -> any Error {
         func renamed(_ text: String) -> String {
+            var text = text
+            for staged in urls where !staged.isFileURL { text = text.replacingOccurrences(of: staged.absoluteString, with: url.absoluteString) }
+            guard let prefix else { return text }
             var rest = Substring(text), result = ""
             while let found = rest.range(of: prefix) {
                 result += rest[..<found.lowerBound] + url.path
@@ -490,12 +497,12 @@ public final class StoreMigrator: Sendable {
         }
         switch error {
         case var error as StoreError:
-            if let path = error.url?.path, path.hasPrefix(prefix) { error.url = url }
+            if let staged = error.url, urls.contains(staged) || prefix.map({ staged.path.hasPrefix($0) }) == true { error.url = url }
             error.message = renamed(error.message)
             return error
         case var error as MigrationError:
             error.message = renamed(error.message)
-            if let cause = error.cause { error.cause = naming(cause, staged: prefix, as: url) }
+            if let cause = error.cause { error.cause = naming(cause, staged: prefix, urls: urls, as: url) }
             return error
         default:
             return error

@@ -159,7 +159,7 @@ public enum FileOperations {
     /// modification time, and those of every other non-empty file of the set but shared-memory
     /// and lock files (which readers touch too). Two equal fingerprints taken apart mean no
     /// process committed to the store in between (a log that appears empty and goes is no commit).
-    public struct Fingerprint: Equatable, Sendable {
+    public struct Fingerprint: Hashable, Sendable {
         private var files: [String: [Int64]] = [:]
 
         /// The fingerprint of a store's files, main file first (`StoreType.fileURLs(for:)`).

@@ -68,6 +68,43 @@ public protocol StoreType: Sendable {
     /// Whether every save puts a new main file in place (renamed over the old one), so that the
     /// file's identity changes while the store stays the same. False by default.
     var replacesFileOnSave: Bool { get }
+
+    // Where stores are, and how one takes another's place (StoreType+Staging.swift has the
+    // defaults, for stores that are files).
+
+    /// The URL schemes that name this type's stores (`postgresql`, `postgres`), lower case; empty
+    /// (the default) for a type whose stores are files, named by their paths.
+    var urlSchemes: [String] { get }
+    /// Makes a place beside the store at `destination` for a new store, to be put in its place
+    /// with ``install(_:at:replacing:)`` once complete; this process holds it until
+    /// ``StagedLocation/finish()`` or ``StagedLocation/discard()``, and what a killed run leaves
+    /// is removed by the next ``sweepStaged(beside:)``. Files: `.<name>.<verb>-<id>` in the
+    /// destination's folder (``StagedStore``).
+    /// - Parameter verb: one of ``StagedStore/verbs``: what the staged store is for.
+    func stage(beside destination: URL, verb: String) throws -> any StagedLocation
+    /// Removes what killed runs staged beside `destination` (held by no live process) and returns
+    /// what was removed, as a person reads it (a file's name, `the schema <name>`).
+    func sweepStaged(beside destination: URL) -> [String]
+    /// Puts the complete store at `staged` in the place of `destination`, where a store of
+    /// `existing` is (nil: none was when the run began), in an order where every moment leaves one
+    /// whole store, the old or the new. A store that appears at `destination` meanwhile (another
+    /// process's) is not replaced unless `existing` is given: that fails with
+    /// ``StoreError/Code/alreadyExists``.
+    func install(_ staged: URL, at destination: URL, replacing existing: (any StoreType)?) throws
+    /// What names one store whatever the spelling of its URL (a link, another path to the file;
+    /// another spelling of a server URL): equal for two URLs of one store; nil when there is none.
+    func identity(at url: URL) -> String?
+    /// Runs `body` as the only migration of the store at `url`, however many processes try: a
+    /// second one fails with ``StoreError/Code/busy`` instead of touching the first's staged
+    /// stores. Files: `flock` on the main file (which SQLite's and LMDB's own locks leave alone).
+    func withMigrationLock<T>(at url: URL, _ body: () throws -> T) throws -> T
+    /// What a commit to the store at `url` changes (files: ``FileOperations/Fingerprint``), taken
+    /// before and after a migration to tell that no writer committed in between; nil for a type
+    /// whose writers ``withMigrationLock(at:_:)`` itself keeps out.
+    func changeToken(at url: URL) -> AnyHashable?
+    /// Copies the closed store at `source` to `destination`, a place ``stage(beside:verb:)`` gave:
+    /// the same store (its UUID and metadata with it), for a run that must not write to the source.
+    func copyStore(at source: URL, to destination: URL) throws
 }
 
 extension StoreType {
@@ -191,6 +228,21 @@ public final class StoreTypeRegistry: Sendable {
     public func type(forExtension fileExtension: String) -> (any StoreType)? {
         let wanted = fileExtension.lowercased()
         return types.first { $0.fileExtensions.contains(wanted) }
+    }
+
+    /// The registered type whose stores are named by URLs of `scheme` (case ignored), if any.
+    public func type(forScheme scheme: String) -> (any StoreType)? {
+        let wanted = scheme.lowercased()
+        return types.first { $0.urlSchemes.contains(wanted) }
+    }
+
+    /// The registered type whose stores `location` names by its URL scheme (`postgresql://…`), if
+    /// any: nil for a file path.
+    public func type(forURL location: String) -> (any StoreType)? {
+        guard let end = location.range(of: "://") else { return nil }
+        let scheme = location[..<end.lowerBound]
+        guard scheme.first?.isLetter == true, scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return nil }
+        return type(forScheme: String(scheme))
     }
 
     /// The registered type whose file header `url` starts with, if any.

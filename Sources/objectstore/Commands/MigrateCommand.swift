@@ -82,7 +82,7 @@ struct MigrateCommand: ParsableCommand {
         }
         let migrator = StoreMigrator(versions: versions, mappings: steps, inference: allowWidening ? .allowLosslessWidening : [],
                                      author: authorOption.author, allowsDataLoss: allowDataLoss)
-        let url = URL(filePath: store)
+        let url = try StoreLocator.url(store)
         let plan: MigrationPlan
         // The store as it is judged: --on-incompatible recreate destroys nothing written after.
         let assessed = type.filesState(at: url)
@@ -179,7 +179,7 @@ struct MigrateCommand: ParsableCommand {
     /// The versions of `--model`, else the store's own model as the only version.
     private func loadVersions(type: any StoreType) throws -> ModelVersions {
         if let model { return try ModelLoader.load(at: URL(filePath: model)) }
-        let metadata = try type.readMetadata(at: URL(filePath: store))
+        let metadata = try type.readMetadata(at: try StoreLocator.url(store))
         guard let own = try ModelSelection.storeModel(at: store, type: type, metadata: metadata) else {
             throw CLIError("\(store): the store has no model of its own (give --model with its .xcdatamodeld, .momd or JSON model)")
         }

@@ -3,7 +3,6 @@ import Foundation
 import ObjectMigration
 import ObjectModel
 import ObjectStore
-import PostgreSQLStore
 
 /// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json | --dot | --svg]`.
 struct DiffCommand: ParsableCommand {
@@ -65,7 +64,8 @@ struct ConvertCommand: ParsableCommand {
 
     @Argument(help: "The source store (its type is read from its content).") var source: String
     @Argument(help: "The destination store.") var destination: String
-    @Option(name: .long, help: "The destination's type: sqlite, atomic, lmdb or postgresql (default: from its extension).") var type: String?
+    @Option(name: .long, help: ArgumentHelp("The destination's type: \(StoreLocator.typeNames) (default: from its extension).", valueName: "type"))
+    var type: String?
     @Option(name: .long, help: "The source's type, when its content does not tell.") var sourceType: String?
     @OptionGroup var modelSelection: ModelSelection
     @Flag(name: .long, help: "Replace an existing destination.") var force = false
@@ -78,19 +78,14 @@ struct ConvertCommand: ParsableCommand {
         try StoreLocator.requireExisting(source, fromType)
         let toType = try StoreLocator.destinationType(for: destination, explicit: type)
         let onServer = StoreLocator.isServerURL(destination)
-        let sourceURL = StoreLocator.isServerURL(source) ? try StoreLocator.url(source) : FileOperations.resolved(URL(filePath: source))
-        let destinationURL = onServer ? try StoreLocator.url(destination) : FileOperations.resolved(URL(filePath: destination))
-        // One store under two spellings (a link, a trailing slash, a hard link): never convert it onto itself.
+        let sourceURL = try StoreLocator.resolvedURL(source)
+        let destinationURL = try StoreLocator.resolvedURL(destination)
+        // One store under two spellings (a link, a trailing slash, a hard link; another spelling of a
+        // server URL: the same cluster, database and schema): never convert it onto itself.
         let sourceFiles = Set(fromType.fileURLs(for: sourceURL).map(\.path))
         if sourceURL == destinationURL || sourceFiles.contains(destinationURL.path)
             || toType.fileURLs(for: destinationURL).contains(where: { sourceFiles.contains($0.path) })
-            || (!onServer && FileOperations.identity(destinationURL).map({ $0 == FileOperations.identity(sourceURL) }) == true) {
-            throw CLIError("\(destination): the destination is the source")
-        }
-        // On a server, one store under two spellings of its URL (postgres:// and postgresql://, other
-        // parameters): the same cluster, database and schema.
-        if onServer, StoreLocator.isServerURL(source), let server = toType as? PostgreSQLStoreType, fromType is PostgreSQLStoreType,
-           try server.identity(at: sourceURL) == server.identity(at: destinationURL) {
+            || fromType.identity(at: sourceURL).map({ $0 == toType.identity(at: destinationURL) }) == true {
             throw CLIError("\(destination): the destination is the source")
         }
         var existing: (any StoreType)?
@@ -118,21 +113,9 @@ struct ConvertCommand: ParsableCommand {
         try toType.checkNewStoreLocation(destinationURL)
         // Into a staged store beside the destination (a file beside it, or a schema of its own in
         // the same database), then moved over it: a failure never costs the old destination.
-        let staging: StagedStore?
-        var serverStaging: PostgreSQLStagedStore?
-        let stagedURL: URL
-        if onServer {
-            staging = nil
-            PostgreSQLStagedStore.sweepAndSay(beside: destinationURL)
-            let staged = try PostgreSQLStagedStore(beside: destinationURL, verb: "converting")
-            serverStaging = staged
-            stagedURL = staged.url
-        } else {
-            StagedStore.sweepAndSay(beside: destinationURL)
-            let staged = try StagedStore(beside: destinationURL, verb: "converting")
-            staging = staged
-            stagedURL = staged.url
-        }
+        toType.sweepAndSay(beside: destinationURL)
+        let staging = try toType.stage(beside: destinationURL, verb: "converting")
+        let stagedURL = staging.url
         // One snapshot of the source for the conversion and the counts checked after it.
         let from = try StoreLocator.snapshot(source, type: fromType, model: model)
         defer { try? from.close() }
@@ -155,21 +138,12 @@ struct ConvertCommand: ParsableCommand {
             guard mismatch.isEmpty else {
                 throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
             }
-            if let staging {
-                try StagedStore.install(stagedURL, type: toType, at: destinationURL, replacing: force ? existing : nil)
-                staging.finish()
-            } else {
-                try PostgreSQLStoreType().install(at: destinationURL, with: stagedURL, replacing: force)
-                serverStaging?.finish()
-            }
+            try toType.install(stagedURL, at: destinationURL, replacing: force ? existing : nil)
+            staging.finish()
             output(lines.joined(separator: "\n"))
         } catch {
             bar.finish()
-            guard let staging else {
-                serverStaging?.discard()
-                throw error
-            }
-            staging.discard(toType)
+            staging.discard()
             throw staging.failure(error, writing: destination)
         }
     }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import ObjectModel
 import ObjectStore
-import PostgreSQLStore
 
 /// `objectstore create <store> --model <model> [--model-version V] [--type T]`.
 struct CreateCommand: ParsableCommand {
@@ -49,12 +48,11 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
-        let onServer = StoreLocator.isServerURL(store)
-        let url = onServer ? try StoreLocator.url(store) : FileOperations.resolved(URL(filePath: store))
+        let url = try StoreLocator.resolvedURL(store)
         let bytes = try readInput(data)
         if type.storeExists(at: url) {
             // What a run killed after its store was moved into place left.
-            if !onServer { StagedStore.sweepAndSay(beside: url) }
+            type.sweepAndSay(beside: url)
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
                 let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert, linksExisting: linkExisting))
@@ -78,16 +76,15 @@ struct ImportCommand: ParsableCommand {
         // a killed import leaves no store, and the next run starts from nothing.
         guard let model = try modelSelection.modelForNewStore() else { throw CLIError.missing(store, "store", " (give --model to create it)") }
         try type.checkNewStoreLocation(url)
-        if onServer { return try importIntoNewServerStore(url, type: type, model: model, bytes) }
-        StagedStore.sweepAndSay(beside: url)
-        let staging = try StagedStore(beside: url, verb: "importing")
+        type.sweepAndSay(beside: url)
+        let staging = try type.stage(beside: url, verb: "importing")
         do {
             let counts = try fill(staging.url, type: type, model: model, bytes)
-            try StagedStore.install(staging.url, type: type, at: url, replacing: nil)
+            try type.install(staging.url, at: url, replacing: nil)
             staging.finish()
             for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
         } catch {
-            staging.discard(type)
+            staging.discard()
             throw staging.failure(error, writing: store)
         }
     }
@@ -103,21 +100,6 @@ extension ImportCommand {
             return counts
         } catch {
             try? opened.close()
-            throw error
-        }
-    }
-
-    /// A new store on a server is filled in a schema of its own and moved over `url` when complete.
-    func importIntoNewServerStore(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws {
-        PostgreSQLStagedStore.sweepAndSay(beside: url)
-        let staged = try PostgreSQLStagedStore(beside: url, verb: "importing")
-        do {
-            let counts = try fill(staged.url, type: type, model: model, bytes)
-            try PostgreSQLStoreType().install(at: url, with: staged.url, replacing: false)
-            staged.finish()
-            for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
-        } catch {
-            staged.discard()
             throw error
         }
     }

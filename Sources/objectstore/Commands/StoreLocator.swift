@@ -1,11 +1,13 @@
 import ArgumentParser
+import BuiltInBackends
 import Foundation
 import ObjectModel
 import ObjectStore
 
 /// `--type`, shared by every store command.
 struct StoreTypeOption: ParsableArguments {
-    @Option(name: .long, help: "The store type: sqlite, atomic, lmdb or postgresql (default: from the file's content, else its extension).")
+    @Option(name: .long, help: ArgumentHelp("The store type: \(StoreLocator.typeNames) (default: from the file's content, else its extension).",
+                                            valueName: "type"))
     var type: String?
 }
 
@@ -84,25 +86,29 @@ struct ModelSelection: ParsableArguments {
 enum StoreLocator {
     static let registry = StoreTypeRegistry.shared
 
-    /// Whether `path` names a store on a server (`postgresql://…`, `postgres://…`), not a file.
-    static func isServerURL(_ path: String) -> Bool {
-        let lowered = path.lowercased()
-        return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
-    }
+    /// The type whose stores `path` names by its URL scheme (`postgresql://…`), nil for a file path.
+    static func urlType(_ path: String) -> (any StoreType)? { registry.type(forURL: path) }
 
-    /// The URL of the store `path` names: the server URL as given, else the file path.
+    /// Whether `path` names a store by a URL (on a server), not a file.
+    static func isServerURL(_ path: String) -> Bool { urlType(path) != nil }
+
+    /// The URL of the store `path` names: the URL as given, else the file path.
     static func url(_ path: String) throws -> URL {
         guard isServerURL(path) else { return URL(filePath: path) }
         guard let url = URL(string: path) else { throw ValidationError("\(path): not a valid URL") }
         return url
     }
 
-    /// The type for `path`: `--type`, else for a server URL its scheme's, else the file's
+    /// The URL of the store `path` names, a file's with its links resolved.
+    static func resolvedURL(_ path: String) throws -> URL {
+        isServerURL(path) ? try url(path) : FileOperations.resolved(URL(filePath: path))
+    }
+
+    /// The type for `path`: `--type`, else for a URL its scheme's, else the file's
     /// content, else (for a new store) its extension.
     static func type(for path: String, explicit: String?) throws -> any StoreType {
-        if isServerURL(path) {
-            guard let type = try? registry.type(named: "postgresql") else { throw CLIError("\(path): no PostgreSQL store type is registered") }
-            if let explicit, explicit != type.name { throw ValidationError("\(path) is a PostgreSQL store, not \(explicit)") }
+        if let type = urlType(path) {
+            if let explicit, explicit != type.name { throw ValidationError("\(path) is a \(type.name) store, not \(explicit)") }
             return type
         }
         if let explicit {
@@ -143,8 +149,14 @@ enum StoreLocator {
         return type
     }
 
+    /// Every registered type's name, as help text lists them (`sqlite, atomic, lmdb or postgresql`).
+    static var typeNames: String {
+        let names = BuiltInBackends.namedTypes.map(\.name)
+        return names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
+    }
+
     /// The registered types whose stores are files: the ones the tool works with.
-    static var fileTypes: [any StoreType] { registry.types.filter { !$0.fileExtensions.isEmpty } }
+    static var fileTypes: [any StoreType] { BuiltInBackends.namedTypes.filter { !$0.fileExtensions.isEmpty } }
 
     static func requireExisting(_ path: String, _ type: any StoreType) throws {
         let url = try url(path)
