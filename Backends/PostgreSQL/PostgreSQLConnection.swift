@@ -189,27 +189,46 @@ final class PGConnection {
 
     /// Sends `COPY … FROM STDIN` data: `body` hands chunks to `send`, then the copy ends.
     func copyIn(_ sql: String, _ body: (_ send: (Data) throws -> Void) throws -> Void) throws {
+        try beginCopy(sql)
+        do {
+            try body(putCopyData)
+        } catch {
+            abortCopy()
+            throw error
+        }
+        try endCopy()
+    }
+
+    /// Starts `COPY … FROM STDIN`: until ``endCopy()`` or ``abortCopy()`` the connection takes only
+    /// ``putCopyData(_:)``. The server reads each chunk as it comes, while the next is made.
+    func beginCopy(_ sql: String) throws {
         guard let start = PQexec(handle, sql) else { throw lost() }
         guard PQresultStatus(start) == PGRES_COPY_IN else { _ = try check(start); throw lost() }
         PQclear(start)
-        do {
-            try body { chunk in
-                let sent = chunk.withUnsafeBytes { raw in
-                    PQputCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(raw.count))
-                }
-                guard sent == 1 else { throw self.lost() }
-            }
-        } catch {
-            _ = PQputCopyEnd(handle, "the writer failed")
-            while let result = PQgetResult(handle) { PQclear(result) }
-            throw error
+    }
+
+    /// Sends a chunk of the copy's data.
+    func putCopyData(_ chunk: Data) throws {
+        let sent = chunk.withUnsafeBytes { raw in
+            PQputCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(raw.count))
         }
+        guard sent == 1 else { throw lost() }
+    }
+
+    /// Ends the copy; throws what the server said of its data (a key in use, a value it refused).
+    func endCopy() throws {
         guard PQputCopyEnd(handle, nil) == 1 else { throw lost() }
         var failure: PostgreSQLError?
         while let result = PQgetResult(handle) {
             do { _ = try check(result) } catch let error as PostgreSQLError { failure = failure ?? error }
         }
         if let failure { throw failure }
+    }
+
+    /// Ends the copy as failed: the server keeps none of it.
+    func abortCopy() {
+        _ = PQputCopyEnd(handle, "the writer failed")
+        while let result = PQgetResult(handle) { PQclear(result) }
     }
 
     private func lost() -> PostgreSQLError {

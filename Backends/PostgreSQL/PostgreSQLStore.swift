@@ -40,6 +40,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection holds one read-only transaction until closed.
     let isSnapshot: Bool
+    /// Whether commits skip the WAL flush until ``close()`` (``StoreOptions/deferredDurability``).
+    private let deferredDurability: Bool
     /// For a snapshot, each root's last allocated key when it was taken (sequences are outside
     /// transactions, so a snapshot reads them once, at its start).
     private let snapshotKeys: [String: Int64]
@@ -55,6 +57,19 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     nonisolated(unsafe) private var loaded: Set<String> = []
     /// Whether the history table was found in the schema (under `lock`; see ``PostgreSQLHistory/append``).
     nonisolated(unsafe) private var historyTableKnown = false
+    /// A `COPY` left open across unchecked batches (under `lock`; see ``bulkInsert(_:checkingReferences:)``).
+    nonisolated(unsafe) private var pendingCopy: PendingCopy?
+    /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
+    /// close and recording no history (a migration's or conversion's destination).
+    private let streamsCopies: Bool
+
+    /// An open `COPY` and its transaction: the statement (one entity's columns), the entity, and
+    /// each root's largest key sent, for its sequence when the copy ends.
+    private struct PendingCopy {
+        let statement: String
+        let entity: EntityDescription
+        var highest: [String: Int64] = [:]
+    }
 
     init(location: PostgreSQLLocation, model: ManagedObjectModel, options: StoreOptions) throws {
         self.location = location
@@ -62,6 +77,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         isReadOnly = options.readOnly
         historyPolicy = HistoryPolicy(options)
         isSnapshot = false
+        deferredDurability = options.deferredDurability && !options.readOnly
+        streamsCopies = deferredDurability && !historyPolicy.records
         snapshotKeys = [:]
         let layout = PostgreSQLLayout(model: model, location: location)
         self.layout = layout
@@ -82,6 +99,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                                      url: location.url, compatibility: compatibility)
                 }
                 if options.readOnly { try connection.execute("SET default_transaction_read_only = on") }
+                // Durable at close (a migration's or conversion's destination, thrown away unless
+                // complete): commits do not wait for the server's WAL flush.
+                if options.deferredDurability && !options.readOnly { try connection.execute("SET synchronous_commit = off") }
                 return metadata
             }
             openedHashes = try PostgreSQLStoreType.mapping(location) { try Self.hashesRow(connection, location) }
@@ -103,6 +123,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         isReadOnly = true
         historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
+        deferredDurability = false
+        streamsCopies = false
         let location = store.location
         let connection = try PostgreSQLStoreType.connect(location)
         do {
@@ -194,11 +216,70 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
         guard !batch.isEmpty else { return }
         try batch.checkInsertable(in: model)
+        if streamsCopies { return try stream(batch) }
         try write { view in
             try view.copy(batch)
             try appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))), view)
         }
         lock.withLock { _ = loaded.insert(batch.entity.rootName) }
+    }
+
+    /// Sends `batch` into the open `COPY` of its entity, opening one (and its transaction) when
+    /// another entity's is open or none is: the server stores each chunk while the next batch is
+    /// read and made. The copy ends, its keys' sequences move and it commits at the next call that
+    /// is not a batch of the same entity (``finishCopy(_:)``); a key in use fails that call, with
+    /// nothing of the copy written. Only a store filled in one go and thrown away unless complete
+    /// streams (``streamsCopies``).
+    private func stream(_ batch: RecordBatch) throws {
+        try lock.withLock {
+            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            try PostgreSQLStoreType.mapping(location) {
+                let statement = try view.copyStatement(batch)
+                if pendingCopy?.statement != statement { try finishCopy(connection) }
+                if pendingCopy == nil {
+                    try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    do {
+                        try checkStillTheStore(connection)
+                        try connection.beginCopy(statement)
+                    } catch {
+                        try? connection.execute("ROLLBACK")
+                        throw error
+                    }
+                    pendingCopy = PendingCopy(statement: statement, entity: batch.entity)
+                }
+                do {
+                    try view.copyRows(batch, send: connection.putCopyData)
+                } catch {
+                    pendingCopy = nil
+                    connection.abortCopy()
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
+                let root = batch.entity.rootName
+                let highest = max(pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
+                pendingCopy?.highest[root] = highest
+                loaded.insert(root)
+            }
+        }
+    }
+
+    /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (under `lock`).
+    private func finishCopy(_ connection: PGConnection) throws {
+        guard let pending = pendingCopy else { return }
+        pendingCopy = nil
+        do {
+            try connection.endCopy()
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
+            try connection.execute("COMMIT")
+        } catch {
+            if connection.inTransaction { try? connection.execute("ROLLBACK") }
+            if let error = error as? PostgreSQLError, error.sqlState == "23505" {
+                throw PostgreSQLView.keyInUse(pending.entity, error, location: location, since: "its batches sent since the last commit")
+            }
+            throw error
+        }
     }
 
     /// Runs inside ``write(_:)``, under `lock`.
@@ -228,11 +309,33 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try write { view in
+            try view.prefetch(Self.keysRead(by: changes, model: model, checkingReferences: checkingReferences))
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
             try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
             try appendHistory(historyPolicy.record(for: changes), view)
         }
+    }
+
+    /// The objects a save of `changes` reads to check and complete it: those it updates or deletes,
+    /// each inserted key in every entity of its hierarchy (a key in use), and every target it
+    /// names when targets are looked up or inverse sides completed.
+    static func keysRead(by changes: ChangeSet, model: ManagedObjectModel, checkingReferences: Bool) -> Set<ObjectKey> {
+        var keys = Set(changes.updated.map(\.key)).union(changes.deleted.map(\.key))
+        let targets = (checkingReferences && changes.checksReferences) || changes.completesInverses
+        for record in changes.inserted {
+            for kind in model.entity(named: record.key.entity).flatMap({ model.entity(named: $0.rootName)?.kindNames }) ?? [] {
+                keys.insert(ObjectKey(kind, record.key.primaryKey))
+            }
+            guard targets else { continue }
+            keys.formUnion(record.toOne.values)
+            for targets in record.toMany.values { keys.formUnion(targets) }
+        }
+        for update in changes.updated where targets {
+            for target in update.toOne.values { if let target { keys.insert(target) } }
+            for targets in update.toMany.values { keys.formUnion(targets) }
+        }
+        return keys
     }
 
     public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
@@ -258,24 +361,36 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
 
     public func snapshot() throws -> any PersistentStore {
         try lock.withLock { () throws -> Void in
-            guard connection != nil else { throw StoreError(.closed, "the store is closed", url: location.url) }
+            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
+            try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) }
         }
         return try PostgreSQLStore(snapshotOf: self)
     }
 
     /// Closes the connection (a snapshot's transaction ends with it).
     public func close() throws {
-        let (closing, analyzed) = lock.withLock { () -> (PGConnection?, Set<String>) in
+        let (closing, analyzed, copying) = lock.withLock { () -> (PGConnection?, Set<String>, Result<Void, any Error>) in
             defer { connection = nil }
-            return (connection, loaded)
+            // A copy still open commits now, or the close says why it could not.
+            let copying = Result { try connection.map { connection in try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } } }
+            return (connection, loaded, copying.map { _ in })
         }
+        defer { closing?.close() }
+        try copying.get()
         if isSnapshot, let closing { try? closing.execute("COMMIT") }
         // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
         // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
         for root in analyzed.sorted() {
             try? closing?.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root)))")
         }
-        closing?.close()
+        if deferredDurability, let closing {
+            // A synchronous commit of a transaction with an ID flushes the server's WAL up to it:
+            // every earlier commit of this store is then durable too.
+            try PostgreSQLStoreType.mapping(location) {
+                try closing.execute("SET synchronous_commit = on")
+                _ = try PostgreSQLStoreType.transaction(closing, "BEGIN") { try closing.query("SELECT txid_current()") }
+            }
+        }
     }
 
     // MARK: Transactions
@@ -286,6 +401,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             guard let connection else { throw StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url) }
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             return try PostgreSQLStoreType.mapping(location) {
+                try finishCopy(connection)
                 if isSnapshot { return try body(view) }
                 return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try body(view) }
             }
@@ -303,7 +419,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             return try PostgreSQLStoreType.mapping(location) {
-                try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {
+                try finishCopy(connection)
+                return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {
                     try checkStillTheStore(connection)
                     return try body(view)
                 }
@@ -337,5 +454,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 }
 
-/// A to-many whose inverse is a to-one is read from that to-one's column (docs/postgresql-layout.md).
-extension PostgreSQLStore: ForeignKeyRelationships {}
+/// A to-many whose inverse is a to-one is read from that to-one's column; each side of a
+/// many-to-many has a join table of its own (docs/postgresql-layout.md).
+extension PostgreSQLStore: ForeignKeyRelationships {
+    public var sharesManyToManyTables: Bool { false }
+}

@@ -162,7 +162,7 @@ public struct PostgreSQLStoreType: StoreType {
             // One migration at a time (a killed run's lock is waited for while its server process
             // notices the lost connection); then the writers' lock, once saves under way end.
             do {
-                try connection.execute("SET lock_timeout = '3s'")
+                try connection.execute("SET lock_timeout = '5s'")
                 try connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text("objectstore migration " + location.quotedSchema)])
             } catch let error as PostgreSQLError where error.sqlState == "55P03" {
                 throw StoreError(.busy, "another process is migrating the store", url: url)
@@ -431,10 +431,13 @@ public final class PostgreSQLStagedStore: StagedLocation {
             guard let schema = rows.text(index, 0) else { continue }
             let key = lockKey(schema)
             // Held: a live run's, or a killed run's whose server process has not yet noticed the lost
-            // connection (a moment): waited for briefly.
-            guard (try? connection.execute("SET lock_timeout = '2s'")) != nil,
+            // connection (a moment, longer on a loaded server): waited for briefly.
+            guard (try? connection.execute("SET lock_timeout = '5s'")) != nil,
                   (try? connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(key)])) != nil else { continue }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext($1))", [.text(key)]) }
+            // No live run holds it: what may still lock its tables is a killed run's transaction, which
+            // its server process rolls back as it ends.
+            _ = try? connection.execute("SET lock_timeout = '60s'")
             if (try? connection.execute("DROP SCHEMA IF EXISTS \(PGConnection.quote(schema)) CASCADE")) != nil {
                 removed.append(schema)
                 logger.debug("dropped the staging schema \(schema): an interrupted run left it")

@@ -267,6 +267,9 @@ struct SQLiteWriter {
         let plan = reader.insertPlan(for: mapping.number)
         let layout = batch.layout
         let attributes = layout.attributes.map { plan.attributes[$0.name]! }
+        // Per slot, whether its value takes the path of ``sql(_:of:in:)`` (external data, decimals
+        // kept as text); the others convert alone, without the attribute's description per row.
+        let special = layout.attributes.map { $0.allowsExternalBinaryDataStorage || $0.type == .decimal }
         let links = layout.toOne.map { plan.toOne[$0.name]! }
         let statement = try connection.statement(plan.sql)
         var values = [SQLValue](repeating: .null, count: plan.width)
@@ -278,7 +281,8 @@ struct SQLiteWriter {
             values[1] = .integer(Int64(mapping.number))
             values[2] = .integer(max(1, batch.versions[row]))
             for (slot, place) in attributes.enumerated() {
-                values[place.index] = try sql(batch[row, attribute: slot], of: layout.attributes[slot], in: description.name)
+                values[place.index] = special[slot] ? try sql(batch[row, attribute: slot], of: layout.attributes[slot], in: description.name)
+                                                    : SQLiteValues.sql(batch[row, attribute: slot], textDecimal: false)
             }
             for (slot, place) in links.enumerated() {
                 let target = batch[row, toOne: slot]

@@ -31,7 +31,7 @@ public final class MigrationContext {
     private var pendingNamesOthers = false
     /// Whether a pending change needs its inverse sides completed by the store (one not of a mapping in ``givesBothSides``).
     private var pendingNeedsCompletion = false
-    /// Implicit mappings whose every relationship's other side is written from the source too (``planPhaseTwo(foreignKeys:)``).
+    /// Implicit mappings whose every relationship's other side is written from the source too (``planPhaseTwo(foreignKeys:sharedManyToMany:)``).
     private var givesBothSides: Set<String> = []
     private var updateOrder: [ObjectKey] = []
     private var reserved: [String: ClosedRange<Int64>] = [:]
@@ -39,7 +39,7 @@ public final class MigrationContext {
     /// To-one relationship mappings written with the objects in phase 1 (destination name, source name),
     /// by mapping: their targets keep their keys, so the destination key is known before the target exists.
     private var phaseOneRelationships: [String: [(destination: String, source: String)]] = [:]
-    /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:)``).
+    /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:sharedManyToMany:)``).
     private var notInPhaseTwo: [String: Set<String>] = [:]
     /// The members of the source's to-many relationships that phase 2 of the current batch reads,
     /// by relationship and source object (``prefetchRelationships(of:mapping:)``).
@@ -120,12 +120,13 @@ public final class MigrationContext {
     ///   of the other side wrote the to-one in phase 1; and of an unordered many-to-many whose other
     ///   side every mapping there writes from the source's inverse, the side with more objects (the
     ///   shorter lists) is left out: the side written has the fewest owners, and the store completes
-    ///   the other;
-    /// - elsewhere (a store that keeps both sides in its rows) every side is written from the source,
-    ///   and a mapping whose every relationship's other side is written so too (in phase 1 or 2)
-    ///   saves without completing inverses (``ChangeSet/completesInverses``): each row is written
-    ///   once with its own lists, instead of once per member added to it.
-    func planPhaseTwo(foreignKeys: Bool) throws {
+    ///   the other (when its two sides are one table: `sharedManyToMany`);
+    /// - elsewhere (a store that keeps both sides in its rows, or a many-to-many whose sides are
+    ///   tables of their own) every side is written from the source, and a mapping whose every
+    ///   relationship's other side is written so too (in phase 1 or 2) saves without completing
+    ///   inverses (``ChangeSet/completesInverses``): each row is written once with its own lists,
+    ///   instead of once per member added to it.
+    func planPhaseTwo(foreignKeys: Bool, sharedManyToMany: Bool = true) throws {
         /// Implicit mappings whose objects are of `entity` (or a sub-entity), and whether every
         /// mapping into that entity is implicit.
         func mappings(into entity: String) -> [EntityMapping]? {
@@ -167,11 +168,13 @@ public final class MigrationContext {
                 }
                 let inPhaseOne = others.allSatisfy { o in phaseOneRelationships[o.name]?.contains { $0 == (inverseName, sourceInverse) } == true }
                 let inPhaseTwo = others.allSatisfy { o in if case .source(sourceInverse)? = o.relationshipMappings[inverseName] { true } else { false } }
-                if !foreignKeys {
+                if !foreignKeys || (!sharedManyToMany && relationship.isToMany && inverse.isToMany) {
                     // Every side is written from the source: the other one in phase 1, or in phase 2 by its own mappings.
                     if !(inPhaseOne || inPhaseTwo) { bothSides = false }
                     continue
                 }
+                // The store writes this side from the other's foreign key or completes it: inverses are completed.
+                bothSides = false
                 guard relationship.isToMany, !relationship.isOrdered else { continue }
                 if !inverse.isToMany {
                     if inPhaseOne { left.insert(name) }
@@ -184,12 +187,12 @@ public final class MigrationContext {
                 if here > there || (here == there && (mine, name) > (theirs, inverseName)) { left.insert(name) }
             }
             notInPhaseTwo[m.name] = left
-            if !foreignKeys && bothSides { givesBothSides.insert(m.name) }
+            if bothSides && (!foreignKeys || !sharedManyToMany) { givesBothSides.insert(m.name) }
         }
     }
 
     /// Whether phase 2 has nothing to write for the mapping: every relationship it maps is written
-    /// in phase 1 or from the other side (``planPhaseTwo(foreignKeys:)``).
+    /// in phase 1 or from the other side (``planPhaseTwo(foreignKeys:sharedManyToMany:)``).
     func hasNothingForPhaseTwo(_ m: EntityMapping) -> Bool {
         notInPhaseTwo[m.name].map { $0.count == m.relationshipMappings.count } ?? false
     }

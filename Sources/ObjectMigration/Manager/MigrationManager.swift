@@ -310,7 +310,8 @@ public final class MigrationManager: Sendable {
         // Phase 2 (for mappings whose relationships were not all written with their objects, or are not
         // written from their other side).
         if let first = mappings.first {
-            try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships) }
+            try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships,
+                                                                     sharedManyToMany: (destination as? any ForeignKeyRelationships)?.sharesManyToManyTables ?? true) }
         }
         for m in mappings {
             if context.hasNothingForPhaseTwo(m) {

@@ -34,6 +34,12 @@ struct SlotProgram {
     /// Destination to-one slot, source to-one slot.
     private let toOne: [(destination: Int, source: Int)]
     private let needsRecord: Bool
+    /// Per destination slot: its type, and the value a copied nil becomes (the default of a
+    /// required attribute). Read per row without copying the attribute's description.
+    private let types: [AttributeType]
+    private let nilBecomes: [Value?]
+    /// The destination slots whose rules a value can break (required, or with validation rules).
+    private let checked: [(slot: Int, attribute: Attribute)]
     /// Whether every stored attribute and to-one relationship is copied unchanged from the
     /// source's property of the same name (no coercion, expression or default) and every
     /// to-many relationship from the source's of the same name: the objects move as they are.
@@ -74,6 +80,10 @@ struct SlotProgram {
         self.destination = destination
         self.attributes = attributes
         self.toOne = toOne
+        types = layout.attributes.map(\.type)
+        nilBecomes = layout.attributes.map { $0.isOptional ? nil : $0.defaultValue }
+        checked = layout.attributes.enumerated().filter { !$0.element.isOptional || $0.element.validation != ValidationRules() }
+            .map { ($0.offset, $0.element) }
         needsRecord = attributes.contains { if case .given = $0 { true } else { false } }
         copiesAsIs = s == d && zip(attributes, layout.attributes).allSatisfy { compiled, attribute in
             if case .copy(let slot, coercing: false) = compiled { source.layout.attributes[slot].name == attribute.name } else { false }
@@ -115,7 +125,8 @@ struct SlotProgram {
             } catch {
                 throw ObjectFailure(source: key, error: error)
             }
-            for (slot, attribute) in destination.layout.attributes.enumerated() {
+            // An optional attribute without rules has nothing to break but its type, which filling checked.
+            for (slot, attribute) in checked {
                 for (rule, message) in ObjectValidator.check(attribute, out[r, attribute: slot]) {
                     let id = context.destinationStore.objectID(for: ObjectKey(destination.name, key.primaryKey))
                     failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
@@ -133,10 +144,8 @@ struct SlotProgram {
 
     /// The attributes of one destination object.
     private func fill(row r: Int, of out: inout RecordBatch, from batch: RecordBatch, row: Int, context: MigrationContext) throws {
-        let layout = destination.layout
         let record = needsRecord ? batch.record(at: row) : nil
         for (slot, source) in attributes.enumerated() {
-            let attribute = layout.attributes[slot]
             let given: Value?
             var coercing = true
             switch source {
@@ -157,10 +166,11 @@ struct SlotProgram {
                 })
             }
             // A copied nil stays nil, unless the attribute is required and has a default.
-            guard let value = given ?? (attribute.isOptional ? nil : attribute.defaultValue) else { continue }
+            guard let value = given ?? nilBecomes[slot] else { continue }
             guard coercing else { out[r, attribute: slot] = value; continue }
-            guard let coerced = attribute.type.coerce(value) else {
-                throw MigrationError(.expression, "\(destination.name).\(attribute.name): \(value.kindName) \(value) is not a valid \(attribute.type.modelName)")
+            guard let coerced = types[slot].coerce(value) else {
+                throw MigrationError(.expression, "\(destination.name).\(destination.layout.attributes[slot].name): \(value.kindName) \(value) "
+                                     + "is not a valid \(types[slot].modelName)")
             }
             out[r, attribute: slot] = coerced
         }

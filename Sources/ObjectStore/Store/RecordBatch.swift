@@ -159,13 +159,13 @@ public struct RecordBatch: Sendable {
         // Target entities already found to fit each to-one slot, and the last one found.
         var fitting = [Set<String>](repeating: [], count: links)
         var lastFitting = [String?](repeating: nil, count: links)
-        let attributes = layout.attributes
+        let types = layout.attributes.map(\.type)
         for row in 0..<count {
             if primaryKeys[row] < 1 { try ContractRule.newKey(key(at: row)) }
             for slot in 0..<width {
                 // The key is built only for the message of a value that does not fit.
-                if let value = values[row * width + slot], !attributes[slot].type.accepts(value) {
-                    try ContractRule.value(value, of: attributes[slot], key(at: row))
+                if let value = values[row * width + slot], !types[slot].accepts(value) {
+                    try ContractRule.value(value, of: layout.attributes[slot], key(at: row))
                 }
             }
             for (slot, relationship) in layout.toOne.enumerated() {

@@ -31,7 +31,17 @@ public protocol BulkCopying: PersistentStore {
 /// A store that keeps a to-many relationship whose inverse is a to-one as that to-one alone (a
 /// foreign key, as SQLite and PostgreSQL do): writing the to-one writes both sides, even when it
 /// was written before its target existed. A migration then writes such a pair once.
-public protocol ForeignKeyRelationships: PersistentStore {}
+public protocol ForeignKeyRelationships: PersistentStore {
+    /// Whether both sides of a many-to-many are one join table (SQLite, as Core Data): a migration
+    /// then writes the side with fewer owners and the store completes the other. False when each
+    /// side has a table of its own (PostgreSQL): each side is written from the source, without
+    /// completing the other. True by default.
+    var sharesManyToManyTables: Bool { get }
+}
+
+extension ForeignKeyRelationships {
+    public var sharesManyToManyTables: Bool { true }
+}
 
 /// A store that finds, where the data is, the objects that may break an entity's attribute
 /// rules (required, bounds, lengths): a migration's phase 3 then reads only those, and checks
