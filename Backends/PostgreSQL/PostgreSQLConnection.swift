@@ -115,7 +115,11 @@ final class PGConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(connection)
-            throw PostgreSQLError(sqlState: message.contains("does not exist") ? "3D000" : "08001", message: message)
+            // libpq gives a failed connection no SQLSTATE: the server's message says which it was.
+            let state = message.contains("role \"") && message.contains("does not exist") ? "28000"
+                : message.contains("password authentication failed") ? "28P01"
+                : message.contains("does not exist") ? "3D000" : "08001"
+            throw PostgreSQLError(sqlState: state, message: message)
         }
         handle = connection
         // Notices (`… already exists, skipping`) are not errors and not the tool's output.

@@ -194,6 +194,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
     }
 
+    /// Two statements per entity of `keys` (``PostgreSQLView/orderedMembers(of:relationship:)``).
+    public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
+        if let members = try read({ try $0.orderedMembers(of: keys, relationship: relationship) }) { return members }
+        return try keys.map { try orderedMembers(of: $0, relationship: relationship) }
+    }
+
     /// The records of ``scanBatch(entity:after:limit:)``'s one statement.
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try $0.scanBatch(entity, after: primaryKey, limit: limit).records }

@@ -383,8 +383,9 @@ public final class PostgreSQLStagedStore: StagedLocation {
         do {
             try PostgreSQLStoreType.mapping(location) {
                 try connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(Self.lockKey(location.schema))])
-                try connection.execute("CREATE SCHEMA \(location.quotedSchema)")
-                try connection.execute("COMMENT ON SCHEMA \(location.quotedSchema) IS \(PGConnection.literal(Self.mark(target.schema)))")
+                // Made and marked in one transaction: a run killed in between leaves no unmarked schema.
+                try connection.execute("BEGIN; CREATE SCHEMA \(location.quotedSchema); "
+                                       + "COMMENT ON SCHEMA \(location.quotedSchema) IS \(PGConnection.literal(Self.mark(target.schema))); COMMIT")
             }
         } catch {
             connection.close()
@@ -435,6 +436,10 @@ public final class PostgreSQLStagedStore: StagedLocation {
             guard (try? connection.execute("SET lock_timeout = '5s'")) != nil,
                   (try? connection.query("SELECT pg_advisory_lock(hashtext($1))", [.text(key)])) != nil else { continue }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext($1))", [.text(key)]) }
+            // A live run that held it may have finished meanwhile, its schema moved into place or
+            // dropped: only a schema still there and marked is a leftover.
+            guard (try? connection.query("SELECT 1 FROM pg_namespace WHERE nspname = $1 AND obj_description(oid, 'pg_namespace') = $2",
+                                         [.text(schema), .text(mark(target.schema))]).count) == 1 else { continue }
             // No live run holds it: what may still lock its tables is a killed run's transaction, which
             // its server process rolls back as it ends.
             _ = try? connection.execute("SET lock_timeout = '60s'")

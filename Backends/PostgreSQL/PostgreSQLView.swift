@@ -112,15 +112,18 @@ struct PostgreSQLView: RowSource {
         }
     }
 
-    /// The members of one to-many side of each of `owners` (of `entity`), in one statement.
-    private func members(ofEach owners: [Int64], entity: String, _ storage: PostgreSQLLayout.ToMany) throws -> [Int64: OrderedMembers] {
+    /// The members of one to-many side of each of `owners` (of `entity`), in one statement; with
+    /// `existingIn`, a join table's members that have no row in that table (the destination's) left out.
+    private func members(ofEach owners: [Int64], entity: String, _ storage: PostgreSQLLayout.ToMany,
+                         existingIn targets: String? = nil) throws -> [Int64: OrderedMembers] {
         guard !owners.isEmpty else { return [:] }
         let list = Self.array(owners.sorted().map(String.init))
         let rows: PGRows
         switch storage {
         case .joinTable(let table):
-            rows = try connection.query("SELECT owner, member, member_entity, position FROM \(location.qualified(table)) "
-                                        + "WHERE owner = ANY($1::bigint[]) ORDER BY owner, position", [.text(list)])
+            let existing = targets.map { " JOIN \(location.qualified($0)) t ON t.pk = j.member AND t.entity = j.member_entity" } ?? ""
+            rows = try connection.query("SELECT j.owner, j.member, j.member_entity, j.position FROM \(location.qualified(table)) j\(existing) "
+                                        + "WHERE j.owner = ANY($1::bigint[]) ORDER BY j.owner, j.position", [.text(list)])
         case .inverseColumn(let table, let column, let entityColumn, let orderColumn):
             let order = orderColumn.map { "\(PGConnection.quote($0)) NULLS LAST, pk" } ?? "pk"
             rows = try connection.query(
@@ -135,6 +138,28 @@ struct PostgreSQLView: RowSource {
             members[owner, default: OrderedMembers(keys: [], orderKeys: [])].append(ObjectKey(memberEntity, pk), orderKey: rows.int64(r, 3))
         }
         return members
+    }
+
+    /// ``PersistentStore/orderedMembers(of:relationship:)`` of each of `keys`, in their order: per
+    /// entity, one statement for the owners that exist and one for their members; nil for a
+    /// relationship that is not a stored to-many (the caller then asks object by object).
+    func orderedMembers(of keys: [ObjectKey], relationship name: String) throws -> [OrderedMembers]? {
+        var found: [ObjectKey: OrderedMembers] = [:]
+        for (entity, primaryKeys) in Dictionary(grouping: keys, by: \.entity).mapValues({ $0.map(\.primaryKey) }) {
+            let columns = try columns(entity)
+            guard let storage = columns.toMany[name], let relationship = columns.entity.relationshipsByName[name],
+                  let targets = layout.entities[relationship.destination]?.table else { return nil }
+            let owners = try connection.query("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk = ANY($2::bigint[])",
+                                              [.text(entity), .text(Self.array(primaryKeys.map(String.init)))])
+            let existing = (0..<owners.count).compactMap { owners.int64($0, 0) }
+            let members = try members(ofEach: existing, entity: entity, storage, existingIn: targets)
+            for pk in existing {
+                let list = members[pk] ?? OrderedMembers(keys: [], orderKeys: [])
+                // An unordered side keeps no order keys: its members are numbered 1, 2, 3…
+                found[ObjectKey(entity, pk)] = relationship.isOrdered ? list : OrderedMembers(list.keys)
+            }
+        }
+        return keys.map { found[$0] ?? OrderedMembers(keys: [], orderKeys: []) }
     }
 
     func exists(_ key: ObjectKey) throws -> Bool {

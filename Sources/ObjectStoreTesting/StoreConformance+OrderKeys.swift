@@ -64,5 +64,21 @@ extension StoreConformance {
         #expect(try store.orderedMembers(of: list, relationship: "tracks") == OrderedMembers(keys: [t2, t4], orderKeys: [-5, 1 << 40]))
         // An unordered to-many answers 1, 2, 3… in key order.
         #expect(try store.orderedMembers(of: t2, relationship: "tags") == OrderedMembers([]))
+
+        // The batch form gives what the form for one object gives, object by object, in the order
+        // asked: an ordered side, a many-to-many, an object that does not exist, a member deleted.
+        let other = try newKey(store, "Playlist"), rock = try newKey(store, "Tag"), jazz = try newKey(store, "Tag")
+        try store.save(ChangeSet(inserted: [
+            ObjectRecord(key: other, attributes: ["name": .string("other")]),
+            ObjectRecord(key: rock, attributes: ["label": .string("rock")], toMany: ["tracks": [t4, t2]]),
+            ObjectRecord(key: jazz, attributes: ["label": .string("jazz")], toMany: ["tracks": [t2]]),
+        ]))
+        try store.save(ChangeSet(deleted: [ObjectDeletion(key: t4)]))
+        let missing = ObjectKey("Playlist", 1 << 40)
+        for (keys, name) in [([other, list, missing], "tracks"), ([jazz, rock, ObjectKey("Tag", 1 << 40)], "tracks"), ([t2, t3], "tags")] {
+            #expect(try store.orderedMembers(of: keys, relationship: name) == keys.map { try store.orderedMembers(of: $0, relationship: name) },
+                    "\(keys).\(name)")
+        }
+        #expect(try store.orderedMembers(of: [rock], relationship: "tracks") == [OrderedMembers([t2])])
     }
 }

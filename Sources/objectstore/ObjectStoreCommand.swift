@@ -49,11 +49,19 @@ struct ObjectStoreCommand: ParsableCommand {
             guard verbose else { return SwiftLogNoOpLogHandler() }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .debug
-            return handler
+            return MaskingLogHandler(inner: handler)
         }
         do {
             var command = try parseAsRoot(arguments)
-            try command.run()
+            do {
+                try command.run()
+            } catch let error as ValidationError {
+                // A usage mistake found once the command runs (a --type that does not fit the store):
+                // one line and the usage status, not the root command's usage text.
+                if json { printErrorDocument(code: "usage", message: maskingPasswords(error.message)) }
+                printError("objectstore: \(maskingPasswords(error.message))\n")
+                Foundation.exit(64)
+            }
         } catch {
             guard let (code, message) = describe(error) else {
                 // ArgumentParser's own: a usage error (exit 64), or help and the like (exit 0).
@@ -151,3 +159,32 @@ func readInput(_ path: String) throws -> Data {
         data.append(contentsOf: buffer[..<count])
     }
 }
+
+/// The diagnostics `--verbose` prints, with the password of every URL in them masked.
+struct MaskingLogHandler: LogHandler {
+    var inner: StreamLogHandler
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var masked = event
+        masked.message = "\(ObjectStoreCommand.maskingPasswords(event.message.description))"
+        inner.log(event: masked)
+    }
+}
+
+/// A store's name as the tool prints it: a URL's password masked.
+func shown(_ store: String) -> String { ObjectStoreCommand.maskingPasswords(store) }

@@ -74,7 +74,7 @@ struct WatchCommand: ParsableCommand {
         pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         let observer = try HistoryObserver(store: opened, type: type, after: since)
         // Ready: a script may start writing once this line is on stderr.
-        printError("watching \(store) after token \(observer.start)\n")
+        printError("watching \(shown(store)) after token \(observer.start)\n")
         try observer.run { transaction in
             guard let shown = filter.apply(transaction) else { return true }
             do {

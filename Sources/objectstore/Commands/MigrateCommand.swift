@@ -103,7 +103,7 @@ struct MigrateCommand: ParsableCommand {
             }
             let version = target ?? versions.currentName
             let fresh = try versions.model(named: version)
-            var report: [String: Any] = ["store": store, "to": version, "reason": error.message]
+            var report: [String: Any] = ["store": shown(store), "to": version, "reason": error.message]
             if dryRun {
                 // What the run would do, nothing done.
                 let moving = onIncompatible == .moveAside
@@ -111,10 +111,10 @@ struct MigrateCommand: ParsableCommand {
                 if json {
                     print(Self.jsonText(report))
                 } else {
-                    output(moving ? "would move \(store) aside into Incompatible/ beside it and create an empty store at \(version)"
-                                  : "would destroy \(store) and create an empty store at \(version)")
+                    output(moving ? "would move \(shown(store)) aside into Incompatible/ beside it and create an empty store at \(version)"
+                                  : "would destroy \(shown(store)) and create an empty store at \(version)")
                 }
-                printError("objectstore: \(store): \(error.message)\n")
+                printError("objectstore: \(shown(store)): \(error.message)\n")
                 return
             }
             if onIncompatible == .moveAside {
@@ -125,10 +125,10 @@ struct MigrateCommand: ParsableCommand {
             } else {
                 try type.recreate(at: url, model: fresh, unchangedSince: assessed)
                 report["status"] = "recreated"
-                if !json { output("recreated \(store) at \(version)") }
+                if !json { output("recreated \(shown(store)) at \(version)") }
             }
             if json { print(Self.jsonText(report)) }
-            printError("objectstore: \(store): \(error.message)\n")
+            printError("objectstore: \(shown(store)): \(error.message)\n")
             return
         }
         if plan.steps.isEmpty {
@@ -141,7 +141,7 @@ struct MigrateCommand: ParsableCommand {
         if !json { output(plan.steps.map(\.description).joined(separator: "\n")) }
         if dryRun {
             if !allowDataLoss, plan.steps.contains(where: { $0.drops.contains(where: \.losesData) }) {
-                printError("objectstore: \(store): the plan drops data the store holds: migrate refuses it without --allow-data-loss\n")
+                printError("objectstore: \(shown(store)): the plan drops data the store holds: migrate refuses it without --allow-data-loss\n")
             }
             json ? print(document(plan, status: "planned"))
                  : output(plan.objectCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n"))
@@ -169,7 +169,7 @@ struct MigrateCommand: ParsableCommand {
         if json {
             print(document(plan, status: "migrated", objects: perStep, seconds: result.seconds))
         } else {
-            output("migrated \(store) from \(plan.storeVersion) to \(plan.targetVersion)")
+            output("migrated \(shown(store)) from \(plan.storeVersion) to \(plan.targetVersion)")
         }
     }
 
@@ -217,7 +217,7 @@ struct MigrateCommand: ParsableCommand {
             return entry
         }
         let document: [String: Any] = [
-            "store": store, "status": status, "from": plan.storeVersion, "to": plan.targetVersion, "steps": steps, "objects": plan.objectCounts,
+            "store": shown(store), "status": status, "from": plan.storeVersion, "to": plan.targetVersion, "steps": steps, "objects": plan.objectCounts,
         ]
         return Self.jsonText(document)
     }

@@ -23,7 +23,7 @@ struct CreateCommand: ParsableCommand {
         }
         guard let model = try modelSelection.modelForNewStore() else { throw ValidationError("create needs --model") }
         try type.open(at: url, model: model, options: StoreOptions()).close()
-        output("created \(type.name) store \(store)")
+        output("created \(type.name) store \(shown(store))")
     }
 }
 
@@ -215,7 +215,7 @@ struct DestroyCommand: ParsableCommand {
             }
         }
         try type.destroy(at: url)
-        output("destroyed \(store)")
+        output("destroyed \(shown(store))")
     }
 }
 
@@ -231,10 +231,10 @@ struct CheckpointCommand: ParsableCommand {
         try StoreLocator.requireExisting(store, type)
         let url = try StoreLocator.url(store)
         guard type.fileURLs(for: url).contains(where: { $0.lastPathComponent.hasSuffix("-wal") }) else {
-            output("\(store): nothing to checkpoint (a \(type.name) store keeps no write-ahead log)")
+            output("\(shown(store)): nothing to checkpoint (a \(type.name) store keeps no write-ahead log)")
             return
         }
         try type.checkpoint(at: url)
-        output("checkpointed \(store)")
+        output("checkpointed \(shown(store))")
     }
 }

@@ -108,7 +108,10 @@ enum StoreLocator {
     /// content, else (for a new store) its extension.
     static func type(for path: String, explicit: String?) throws -> any StoreType {
         if let type = urlType(path) {
-            if let explicit, explicit != type.name { throw ValidationError("\(path) is a \(type.name) store, not \(explicit)") }
+            if let explicit, explicit != type.name {
+                guard (try? registry.type(named: explicit)) != nil else { throw ValidationError("unknown store type \(explicit) (use \(typeNames))") }
+                throw ValidationError("\(path) names a \(type.name) store by its URL: --type \(explicit) does not fit it (leave --type out)")
+            }
             return type
         }
         if let explicit {
