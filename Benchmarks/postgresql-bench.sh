@@ -77,3 +77,70 @@ echo "| psql \\copy TO, both tables, then sqlite3's own load of them (the floor 
 echo "| objectstore convert PostgreSQL → SQLite | ${back} s, $(rate "$back") | $(mib "$back_kb") | $(ratio "$back" "$floor_back") |"
 echo
 echo "export of the store converted back equals the source's: $same"
+
+# The shapes users have (issue 23's): Publication (abstract, required title and pages with rules) →
+# Book (required isbn) → Textbook (required subject) in one table; Author–Book one-to-many with its
+# inverse; Tag–Book many-to-many; Library.featured, an ordered to-many with its inverse. <objects>/10
+# books, an author per ten, 100 tags, two per book, a library per hundred books featuring ten.
+books=$((objects / 10))
+cat > "$work/shapes.json" <<'EOF'
+{"format": "objectstore-model", "formatVersion": 1, "entities": [
+ {"name": "Publication", "abstract": true, "attributes": [
+   {"name": "title", "type": "String", "optional": false, "minLength": 1, "maxLength": 200},
+   {"name": "pages", "type": "Integer 32", "optional": false, "minValue": 1, "maxValue": 100000},
+   {"name": "summary", "type": "String"}, {"name": "published", "type": "Date"}]},
+ {"name": "Book", "parent": "Publication", "attributes": [
+   {"name": "isbn", "type": "String", "optional": false, "minLength": 13, "maxLength": 13}, {"name": "rating", "type": "Double"}],
+  "relationships": [{"name": "author", "destination": "Author", "inverse": "books"},
+                    {"name": "tags", "destination": "Tag", "inverse": "books", "toMany": true},
+                    {"name": "featuredIn", "destination": "Library", "inverse": "featured"}]},
+ {"name": "Textbook", "parent": "Book", "attributes": [{"name": "subject", "type": "String", "optional": false}]},
+ {"name": "Author", "attributes": [{"name": "name", "type": "String", "optional": false, "minLength": 1}, {"name": "born", "type": "Integer 16"}],
+  "relationships": [{"name": "books", "destination": "Book", "inverse": "author", "toMany": true}]},
+ {"name": "Tag", "attributes": [{"name": "label", "type": "String", "optional": false}],
+  "relationships": [{"name": "books", "destination": "Book", "inverse": "tags", "toMany": true}]},
+ {"name": "Library", "attributes": [{"name": "name", "type": "String", "optional": false}],
+  "relationships": [{"name": "featured", "destination": "Book", "inverse": "featuredIn", "toMany": true, "ordered": true}]}]}
+EOF
+echo "building the shapes store ($books books)…" >&2
+awk -v n="$books" 'BEGIN {
+  printf "{\"Author\": ["; for (i = 0; i < n / 10; i++) printf "%s{\"_id\": \"a%d\", \"name\": \"Author %d\", \"born\": %d}", (i ? ", " : ""), i, i, 1900 + i % 100
+  printf "], \"Tag\": ["; for (i = 0; i < 100; i++) printf "%s{\"_id\": \"t%d\", \"label\": \"tag %d\"}", (i ? ", " : ""), i, i
+  printf "], \"Library\": ["
+  for (i = 0; i < n / 100; i++) { printf "%s{\"_id\": \"l%d\", \"name\": \"Library %d\", \"featured\": [", (i ? ", " : ""), i, i; for (k = 0; k < 10; k++) printf "%s\"b%d\"", (k ? ", " : ""), i * 100 + k; printf "]}" }
+  for (part = 0; part < 2; part++) {
+    printf "], \"%s\": [", (part ? "Textbook" : "Book"); first = 1
+    for (i = 0; i < n; i++) {
+      if ((i % 5 == 0) != part) continue
+      summary = ""; for (k = 0; k < 8; k++) summary = summary "A summary of book " i ". "
+      t1 = i % 100; t2 = (i * 7 + 3) % 100; tags = "\"t" t1 "\"" (t1 != t2 ? ", \"t" t2 "\"" : "")
+      printf "%s{\"_id\": \"b%d\", \"title\": \"The book number %d of a long series\", \"pages\": %d, \"summary\": \"%s\", \"published\": \"2001-01-01T00:00:00Z\", \"isbn\": \"%013d\", \"rating\": %.1f, \"author\": \"a%d\", \"tags\": [%s]%s}", (first ? "" : ", "), i, i, 1 + i % 900, summary, i, (i % 50) / 10, int(i / 10), tags, (part ? ", \"subject\": \"subject " i % 40 "\"" : "")
+      first = 0
+    }
+  }
+  print "]}" }' > "$work/shapes-data.json"
+"$tool" import "$work/shapes.sqlite" "$work/shapes-data.json" --model "$work/shapes.json" >/dev/null
+read -r s_into s_into_kb < <(measure "$tool" convert "$work/shapes.sqlite" "$server&schema=shapes")
+read -r s_back s_back_kb < <(measure "$tool" convert "$server&schema=shapes" "$work/shapes-back.sqlite")
+s_same=no
+[ "$("$tool" export "$work/shapes.sqlite" | md5sum)" = "$("$tool" export "$work/shapes-back.sqlite" | md5sum)" ] && s_same=yes
+tables=$("${psql[@]}" -A -t -c "SELECT name FROM shapes.objectstore_relations WHERE kind = 'table' AND name <> 'os_transaction' ORDER BY name")
+copy_out=() copy_in=() like=(-c "CREATE SCHEMA shapes_floor")
+for t in $tables; do
+  copy_out+=(-c "\\copy shapes.\"$t\" TO '$work/shapes-$t.tsv'")
+  like+=(-c "CREATE TABLE shapes_floor.\"$t\" (LIKE shapes.\"$t\" INCLUDING ALL)")
+  copy_in+=(-c "\\copy shapes_floor.\"$t\" FROM '$work/shapes-$t.tsv'")
+done
+read -r s_floor_out s_floor_out_kb < <(measure "${psql[@]}" "${copy_out[@]}")
+"${psql[@]}" "${like[@]}"
+read -r s_floor_in s_floor_in_kb < <(measure "${psql[@]}" -c "BEGIN" "${copy_in[@]}" -c "COMMIT")
+shape_objects=$((books + books / 10 + 100 + books / 100))
+echo
+echo "| $shape_objects objects of the users' shapes ($books books, every table $(echo $tables | wc -w) of them) | time | peak RSS | against the floor |"
+echo "|---|---|---|---|"
+echo "| psql \\copy FROM, every table, one transaction (the floor in) | ${s_floor_in} s | $(mib "$s_floor_in_kb") (psql) | 1.00× |"
+echo "| objectstore convert SQLite → PostgreSQL | ${s_into} s | $(mib "$s_into_kb") | $(ratio "$s_into" "$s_floor_in") |"
+echo "| psql \\copy TO, every table (the floor out, without SQLite's load) | ${s_floor_out} s | $(mib "$s_floor_out_kb") (psql) | 1.00× |"
+echo "| objectstore convert PostgreSQL → SQLite | ${s_back} s | $(mib "$s_back_kb") | $(ratio "$s_back" "$s_floor_out") |"
+echo
+echo "export of the shapes store converted back equals the source's: $s_same"
