@@ -254,13 +254,25 @@ struct PostgreSQLView: RowSource {
                        orders: inout [(ObjectKey, table: String, column: String, members: OrderedMembers)]) throws {
         let columns = try columns(entity)
         let layout = columns.entity.layout
-        // The rows whose version, attributes or to-ones differ from what was read (all, for a row not read).
-        let rows = all.filter { key, row in
-            guard case let old?? = before[key] else { return true }
-            return old.version != row.version || old.attributes != row.attributes
-                || layout.toOne.contains { old.relationships[$0.name]?.first != row.relationships[$0.name]?.first }
+        // The rows whose version, attributes or to-ones differ from what was read (all, for a row not
+        // read); values compare as stored (the same bytes), not as equal values ("é" precomposed or
+        // not, 0.0 and -0.0 are other values to keep).
+        var rows: [(ObjectKey, StoredRow)] = [], kept: [String] = []
+        for (key, row) in all {
+            if case let old?? = before[key], old.version == row.version, Self.sameAsStored(old.attributes, row.attributes),
+               !layout.toOne.contains(where: { old.relationships[$0.name]?.first != row.relationships[$0.name]?.first }) {
+                kept.append(String(key.primaryKey))
+            } else {
+                rows.append((key, row))
+            }
         }
         try upsert(entity, rows, columns)
+        // A row put as it was is still part of the save: locked as a write would lock it, so that a
+        // concurrent change or delete of it conflicts (40001) as it would with the row written.
+        if !kept.isEmpty {
+            try connection.query("SELECT 1 FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk = ANY($2::bigint[]) FOR UPDATE",
+                                 [.text(entity), .text(Self.array(kept))])
+        }
         for (name, storage) in columns.toMany.sorted(by: { $0.key < $1.key }) {
             // The owners whose side differs from what was read, and of those, the ones that held members.
             var changed: [(ObjectKey, OrderedMembers)] = [], held: [String] = []
@@ -300,6 +312,19 @@ struct PostgreSQLView: RowSource {
             case .inverseColumn(let table, _, _, let orderColumn):
                 guard let orderColumn else { continue }
                 for (key, members) in changed where !members.keys.isEmpty { orders.append((key, table, orderColumn, members)) }
+            }
+        }
+    }
+
+    /// Whether two rows' attributes are the same as the table holds them: the same names, and each
+    /// value's column text byte for byte.
+    static func sameAsStored(_ a: [String: Value], _ b: [String: Value]) -> Bool {
+        a.count == b.count && a.allSatisfy { name, value in
+            guard let other = b[name] else { return false }
+            switch (value, other) {
+            case (.integer(let x), .integer(let y)): return x == y
+            case (.boolean(let x), .boolean(let y)): return x == y
+            default: return PostgreSQLValues.text(value).utf8.elementsEqual(PostgreSQLValues.text(other).utf8)
             }
         }
     }

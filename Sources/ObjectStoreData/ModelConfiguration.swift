@@ -112,10 +112,13 @@ public struct ModelConfiguration: Sendable, Hashable, Identifiable {
     }
 
     /// The store type's name this configuration opens: the one given, else the type of the URL's
-    /// scheme, else of its file extension, else the default (SQLite).
+    /// scheme, else the type an existing file's content says, else of its file extension, else the
+    /// default (SQLite).
     func resolvedStoreType(in registry: StoreTypeRegistry) -> String {
         if let storeType { return storeType }
         if !url.isFileURL, let scheme = url.scheme, let type = registry.type(forScheme: scheme) { return type.name }
+        // A file that is there is the store its content says (whatever its name).
+        if url.isFileURL, let type = registry.detectType(at: url) { return type.name }
         // `.store`, SwiftData's default name, is the default type's here, as there.
         let fileExtension = url.pathExtension.lowercased()
         if fileExtension != "store", let type = registry.type(forExtension: fileExtension) { return type.name }

@@ -32,6 +32,21 @@ struct PostgreSQLConcurrencyTests {
         #expect(try PostgreSQLTestServer.psql("SELECT name, version FROM \"\(url.absoluteString.components(separatedBy: "schema=")[1])\".\"Person\"") == "from a|2\n")
     }
 
+    @Test("an update that keeps versions writes a value equal to the stored one but stored otherwise (a decomposed é): the row holds the new bytes")
+    func equalButOtherValuesAreWritten() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? store.close() }
+        let key = ObjectKey("Person", try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: key, attributes: ["name": .string("caf\u{E9}")])]))
+        var changes = ChangeSet(updated: [ObjectUpdate(key: key, attributes: ["name": .string("cafe\u{301}")])])
+        changes.keepsVersions = true
+        try store.save(changes)
+        let schema = url.absoluteString.components(separatedBy: "schema=")[1]
+        #expect(try PostgreSQLTestServer.psql("SELECT encode(convert_to(name, 'UTF8'), 'hex') FROM \"\(schema)\".\"Person\"") == "63616665cc81\n")
+    }
+
     @Test("installing a staged store where another run made one meanwhile keeps that one and fails, unless replacing; one store under two spellings has one identity")
     func installKeepsAStoreMadeMeanwhile() throws {
         let url = try PostgreSQLTestServer.location()

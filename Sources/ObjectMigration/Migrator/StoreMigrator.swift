@@ -353,7 +353,7 @@ public final class StoreMigrator: Sendable {
     private func migrateLocked(at url: URL, type: any StoreType, to target: String?,
                                progress: (@Sendable (StepProgress) -> Void)?) throws -> MigrationResult {
         let removed = type.sweepStaged(beside: url)
-        logger.debug("migrating \(url.isFileURL ? url.path : url.absoluteString) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
+        logger.debug("migrating \(Self.shown(url)) (\(type.name)): the lock is held; leftovers removed: \(removed.isEmpty ? "none" : removed.joined(separator: ", "))")
         // Objects are counted only when a copy step will read every object anyway: an in-place
         // plan reads none. What the steps drop is counted with the plan.
         var planned = try self.plan(forStoreAt: url, type: type, to: target, countingObjects: false)
@@ -403,7 +403,7 @@ public final class StoreMigrator: Sendable {
                     let run = plan.steps[index...].prefix { $0.kind == .inPlace }
                     // In place on the original: what was planned and counted must be what is changed.
                     if latest == nil, type.changeToken(at: url) != before {
-                        throw MigrationError(.storeChanged, "\(url.path) was written by another process after its migration was planned; "
+                        throw MigrationError(.storeChanged, "\(Self.shown(url)) was written by another process after its migration was planned; "
                                              + "it was left as that process wrote it: migrate it again when no process has it open")
                     }
                     try checkDataLoss(run, readingStoreAt: latest?.url ?? url, type: type)
@@ -427,7 +427,7 @@ public final class StoreMigrator: Sendable {
                     try Self.run(willMigrate, on: latest.url, type: type, model: try versions.model(named: step.source), step: step)
                 }
                 let staged = try stage()
-                logger.debug("step \(index + 1) of \(plan.steps.count), \(step.source) -> \(step.destination): from \((latest?.url ?? url).lastPathComponent) into \(staged.url.lastPathComponent)")
+                logger.debug("step \(index + 1) of \(plan.steps.count), \(step.source) -> \(step.destination): from \(Self.shown(latest?.url ?? url)) into \(Self.shown(staged.url))")
                 let position = index
                 let manager = MigrationManager(sourceModel: try versions.model(named: step.source),
                                                destinationModel: try versions.model(named: step.destination),
@@ -465,13 +465,13 @@ public final class StoreMigrator: Sendable {
                 return result
             }
             guard type.changeToken(at: url) == before else {
-                throw MigrationError(.storeChanged, "\(url.path) was written by another process while it was migrated; "
+                throw MigrationError(.storeChanged, "\(Self.shown(url)) was written by another process while it was migrated; "
                                      + "it was left as that process wrote it: migrate it again when no process has it open")
             }
             try checkCancelled(plan.steps.last!)
             try type.install(latest.url, at: url, replacing: type)
             latest.finish()
-            logger.debug("installed the migrated store at \(url.isFileURL ? url.path : url.absoluteString)")
+            logger.debug("installed the migrated store at \(Self.shown(url))")
             return result
         } catch {
             latest?.discard()
@@ -486,7 +486,7 @@ public final class StoreMigrator: Sendable {
     static func naming(_ error: any Error, staged prefix: String?, urls: [URL] = [], as url: URL) -> any Error {
         func renamed(_ text: String) -> String {
             var text = text
-            for staged in urls where !staged.isFileURL { text = text.replacingOccurrences(of: staged.absoluteString, with: url.absoluteString) }
+            for staged in urls where !staged.isFileURL { text = text.replacingOccurrences(of: staged.absoluteString, with: shown(url)) }
             guard let prefix else { return text }
             var rest = Substring(text), result = ""
             while let found = rest.range(of: prefix) {
@@ -529,7 +529,15 @@ public final class StoreMigrator: Sendable {
     private static func storeFailure(_ url: URL, _ error: any Error) -> MigrationError {
         if let error = error as? MigrationError { return error }
         if let error = error as? StoreError, error.url != nil { return MigrationError(.store, "\(error)", cause: error) }
-        return MigrationError(.store, "\(url.path): \(error)", cause: error)
+        return MigrationError(.store, "\(shown(url)): \(error)", cause: error)
+    }
+
+    /// A store as messages name it: a file's path, else its URL with any password masked.
+    static func shown(_ url: URL) -> String {
+        guard !url.isFileURL else { return url.path }
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false), parts.password != nil else { return url.absoluteString }
+        parts.password = "********"
+        return parts.string ?? url.absoluteString
     }
 
     private func checkCancelled(_ step: MigrationStep) throws {

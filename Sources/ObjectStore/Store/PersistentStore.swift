@@ -265,7 +265,10 @@ public struct StoreOptions: Sendable, Hashable {
     /// Writes need not reach stable storage before ``PersistentStore/close()``, which
     /// makes everything durable: for a store filled in one go, like a migration's
     /// destination. A crash before close can lose those writes, so use it only for
-    /// a store that is thrown away when the work does not finish.
+    /// a store that is thrown away when the work does not finish. With history off too, a store
+    /// may also defer committing unchecked batches (PostgreSQL keeps one `COPY` open across an
+    /// entity's batches): a batch it refuses (a key in use) is then reported by the next call,
+    /// ``PersistentStore/close()`` at the latest, and nothing since the last commit is kept.
     public var deferredDurability: Bool
     /// Whether writes record persistent history (``PersistentStore/history(after:limit:)``): true
     /// by default. A store built to be swapped in for another (a migration's or a conversion's

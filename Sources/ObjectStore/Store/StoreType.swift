@@ -80,7 +80,9 @@ public protocol StoreType: Sendable {
     /// ``StagedLocation/finish()`` or ``StagedLocation/discard()``, and what a killed run leaves
     /// is removed by the next ``sweepStaged(beside:)``. Files: `.<name>.<verb>-<id>` in the
     /// destination's folder (``StagedStore``).
-    /// - Parameter verb: one of ``StagedStore/verbs``: what the staged store is for.
+    /// - Parameters:
+    ///   - destination: the store the new one is to replace (or the place for a new store).
+    ///   - verb: one of ``StagedStore/verbs``: what the staged store is for.
     func stage(beside destination: URL, verb: String) throws -> any StagedLocation
     /// Removes what killed runs staged beside `destination` (held by no live process) and returns
     /// what was removed, as a person reads it (a file's name, `the schema <name>`).

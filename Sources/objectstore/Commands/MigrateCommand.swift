@@ -40,7 +40,7 @@ struct MigrateCommand: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON document instead of text.") var json = false
     @Option(name: .customLong("on-incompatible"), help: ArgumentHelp(
         "When the store matches no version of the bundle: fail (the default; nothing touched), move-aside (its files into Incompatible/ beside it, a fresh empty store created) or recreate (destroyed, created empty).",
-        discussion: "Only a readable store of the type its content says, sharing entities with the bundle and matching none of its versions, is moved aside or recreated, under the store's write lock. A store at a version the bundle has, a damaged store, a wrong --type or another model's store is refused with the reason and left as it is.",
+        discussion: "Only a readable store of the type its content says, sharing entities with the bundle and matching none of its versions, is moved aside or recreated, under the store's write lock; a store named by a URL (on a server) never is. A store at a version the bundle has, a damaged store, a wrong --type or another model's store is refused with the reason and left as it is.",
         valueName: "policy"))
     var onIncompatible: PersistentContainer.IncompatibleStorePolicy = .fail
     @Flag(name: .long, help: "Count lossless widenings (Integer 16 → 64, Float → Double, number → String) as inferable.")

@@ -51,8 +51,9 @@ struct ImportCommand: ParsableCommand {
         let url = try StoreLocator.resolvedURL(store)
         let bytes = try readInput(data)
         if type.storeExists(at: url) {
-            // What a run killed after its store was moved into place left.
-            type.sweepAndSay(beside: url)
+            // What a run killed after its store was moved into place left (beside a file: a server's
+            // staging is swept by the runs that stage).
+            if type.urlSchemes.isEmpty { type.sweepAndSay(beside: url) }
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
                 let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert, linksExisting: linkExisting))
