@@ -315,6 +315,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
 
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try write { view in
+            var view = view
+            view.touchesKeptRows = !deferredDurability
             try view.prefetch(Self.keysRead(by: changes, model: model, checkingReferences: checkingReferences))
             try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             let writes = try view.writes(for: changes, model: model, completing: checkingReferences)

@@ -12,6 +12,9 @@ struct PostgreSQLView: RowSource {
     /// Rows read ahead for this transaction (``prefetch(_:)``): a save reads the rows it checks and
     /// completes with a statement per entity and per to-many side, not per object.
     var cache = RowCache()
+    /// Whether a save rewrites (in place, unchanged) the rows it puts as they were: true but for a
+    /// store filled in one go, which no other process writes.
+    var touchesKeptRows = true
 
     /// Rows of one transaction by key; nil for a key known to have no row. Emptied when the
     /// transaction writes.
@@ -267,10 +270,12 @@ struct PostgreSQLView: RowSource {
             }
         }
         try upsert(entity, rows, columns)
-        // A row put as it was is still part of the save: locked as a write would lock it, so that a
-        // concurrent change or delete of it conflicts (40001) as it would with the row written.
-        if !kept.isEmpty {
-            try connection.query("SELECT 1 FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk = ANY($2::bigint[]) FOR UPDATE",
+        // A row put as it was is still part of the save: touched as a write touches it, so that a
+        // concurrent change or delete of it conflicts (40001) as it would with the row written (a
+        // lock alone would let a delete through after this save commits). A store filled in one go
+        // has no other writer: nothing to touch.
+        if !kept.isEmpty && touchesKeptRows {
+            try connection.query("UPDATE \(location.qualified(columns.table)) SET version = version WHERE entity = $1 AND pk = ANY($2::bigint[])",
                                  [.text(entity), .text(Self.array(kept))])
         }
         for (name, storage) in columns.toMany.sorted(by: { $0.key < $1.key }) {

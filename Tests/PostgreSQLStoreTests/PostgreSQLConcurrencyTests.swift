@@ -32,6 +32,44 @@ struct PostgreSQLConcurrencyTests {
         #expect(try PostgreSQLTestServer.psql("SELECT name, version FROM \"\(url.absoluteString.components(separatedBy: "schema=")[1])\".\"Person\"") == "from a|2\n")
     }
 
+    @Test("a save that completes an object's inverse side without changing its row still conflicts with a delete of it by another connection")
+    func completedRowConflictsWithDelete() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let a = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        let b = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? a.close(); try? b.close() }
+        let owner = ObjectKey("Person", try a.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        let pet = ObjectKey("Pet", try a.allocatePrimaryKeys(entity: "Pet", count: 1).lowerBound)
+        try a.save(ChangeSet(inserted: [ObjectRecord(key: owner, attributes: ["name": .string("Ada")])]))
+        let schema = url.absoluteString.components(separatedBy: "schema=")[1]
+        // The history table locked for a while: A's save (a new pet of Ada's) waits there, after its rows.
+        let holder = DispatchGroup()
+        DispatchQueue.global().async(group: holder) {
+            _ = try? PostgreSQLTestServer.psql("BEGIN; LOCK TABLE \"\(schema)\".os_transaction IN EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT")
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let saved = Mutex<String?>(nil)
+        let saver = DispatchGroup()
+        DispatchQueue.global().async(group: saver) {
+            do {
+                try a.save(ChangeSet(inserted: [ObjectRecord(key: pet, toOne: ["owner": owner])]))
+                saved.withLock { $0 = "saved" }
+            } catch {
+                saved.withLock { $0 = "\(error)" }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        // B deletes Ada meanwhile: it waits for A, then finds Ada's row written by A, and conflicts.
+        var deleting: StoreError?
+        do { try b.save(ChangeSet(deleted: [ObjectDeletion(key: owner)])) } catch let error as StoreError { deleting = error }
+        saver.wait()
+        holder.wait()
+        #expect(saved.withLock { $0 } == "saved", "A's save goes in")
+        #expect(deleting?.code == .conflict, "\(String(describing: deleting))")
+        #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Person\"") == "1\n", "Ada is kept, her pet not dangling")
+    }
+
     @Test("an update that keeps versions writes a value equal to the stored one but stored otherwise (a decomposed é): the row holds the new bytes")
     func equalButOtherValuesAreWritten() throws {
         let url = try PostgreSQLTestServer.location()
