@@ -179,25 +179,18 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         try read { try $0.relatedKeys(of: key, relationship: relationship) }
     }
 
-    /// Two statements for an ordered to-many: its members as ``relatedKeys(of:relationship:)`` gives
-    /// them, and the order keys its join table or order column holds.
+    /// The batch form's answer for one object.
     public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
-        try read { view in
-            let existing = try view.relatedKeys(of: key, relationship: relationship)
-            guard let columns = view.layout.entities[key.entity], columns.entity.relationshipsByName[relationship]?.isOrdered == true,
-                  let storage = columns.toMany[relationship] else { return OrderedMembers(existing) }
-            let kept = Set(existing)
-            var members = try view.members(of: key, storage)
-            let keep = members.keys.indices.filter { kept.contains(members.keys[$0]) }
-            members = OrderedMembers(keys: keep.map { members.keys[$0] }, orderKeys: keep.map { members.orderKeys[$0] })
-            return members
-        }
+        try orderedMembers(of: [key], relationship: relationship)[0]
     }
 
-    /// Two statements per entity of `keys` (``PostgreSQLView/orderedMembers(of:relationship:)``).
+    /// Two statements per entity of `keys` (``PostgreSQLView/orderedMembers(of:relationship:)``); a
+    /// to-one gives its related key, numbered 1.
     public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
-        if let members = try read({ try $0.orderedMembers(of: keys, relationship: relationship) }) { return members }
-        return try keys.map { try orderedMembers(of: $0, relationship: relationship) }
+        try read { view in
+            if let members = try view.orderedMembers(of: keys, relationship: relationship) { return members }
+            return try keys.map { OrderedMembers(try view.relatedKeys(of: $0, relationship: relationship)) }
+        }
     }
 
     /// The records of ``scanBatch(entity:after:limit:)``'s one statement.

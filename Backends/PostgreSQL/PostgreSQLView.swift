@@ -41,8 +41,8 @@ struct PostgreSQLView: RowSource {
         guard rows.count == 1 else { return nil }
         var row = try storedRow(rows, 0, columns)
         for (name, storage) in columns.toMany {
-            let members = try members(of: key, storage)
-            row.setList(name, members.keys, orderKeys: members.orderKeys)
+            let members = try members(ofEach: [key.primaryKey], entity: key.entity, storage)[key.primaryKey]
+            row.setList(name, members?.keys ?? [], orderKeys: members?.orderKeys ?? [])
         }
         return row
     }
@@ -68,29 +68,6 @@ struct PostgreSQLView: RowSource {
         return StoredRow(version: version, attributes: attributes, relationships: relationships)
     }
 
-    /// The members of one to-many side, in order for an ordered one, with the order keys it keeps
-    /// (``OrderedMembers/append(_:orderKey:)``).
-    func members(of key: ObjectKey, _ storage: PostgreSQLLayout.ToMany) throws -> OrderedMembers {
-        let rows: PGRows
-        switch storage {
-        case .joinTable(let table):
-            rows = try connection.query("SELECT member, member_entity, position FROM \(location.qualified(table)) WHERE owner = $1 ORDER BY position",
-                                        [.text(String(key.primaryKey))])
-        case .inverseColumn(let table, let column, let entityColumn, let orderColumn):
-            let order = orderColumn.map { "\(PGConnection.quote($0)) NULLS LAST, pk" } ?? "pk"
-            rows = try connection.query(
-                "SELECT pk, entity, \(orderColumn.map(PGConnection.quote) ?? "NULL::bigint") FROM \(location.qualified(table)) "
-                    + "WHERE \(PGConnection.quote(column)) = $1 AND \(PGConnection.quote(entityColumn)) = $2 ORDER BY \(order)",
-                [.text(String(key.primaryKey)), .text(key.entity)])
-        }
-        var members = OrderedMembers(keys: [], orderKeys: [])
-        for r in 0..<rows.count {
-            guard let pk = rows.int64(r, 0), let entity = rows.text(r, 1) else { continue }
-            members.append(ObjectKey(entity, pk), orderKey: rows.int64(r, 2))
-        }
-        return members
-    }
-
     /// Reads the rows of `keys` into the cache: one statement per entity for the rows, one per
     /// entity and to-many side for their members; a key without a row is remembered as such.
     func prefetch(_ keys: some Sequence<ObjectKey>) throws {
@@ -107,8 +84,10 @@ struct PostgreSQLView: RowSource {
                 found[pk] = try storedRow(rows, r, columns)
             }
             for (name, storage) in columns.toMany {
-                for (owner, members) in try members(ofEach: Array(found.keys), entity: entity, storage) {
-                    found[owner]?.setList(name, members.keys, orderKeys: members.orderKeys)
+                let lists = try members(ofEach: Array(found.keys), entity: entity, storage)
+                // As ``row(_:)`` reads a row: every side set, an empty one too.
+                for owner in Array(found.keys) {
+                    found[owner]?.setList(name, lists[owner]?.keys ?? [], orderKeys: lists[owner]?.orderKeys ?? [])
                 }
             }
             for pk in primaryKeys { cache.rows[ObjectKey(entity, pk)] = .some(found[pk]) }
@@ -496,7 +475,6 @@ extension PostgreSQLView {
                 case nil: chunk.append(contentsOf: [0x5C, 0x4E])   // \N
                 case .integer(let v)?: Self.appendInteger(v, to: &chunk)
                 case .boolean(let v)?: chunk.append(v ? 0x74 : 0x66)
-                case .string(let v)?: chunk.append(contentsOf: Self.copyField(PostgreSQLValues.escape(v)).utf8)
                 case let value?: chunk.append(contentsOf: Self.copyField(PostgreSQLValues.text(value)).utf8)
                 }
             }

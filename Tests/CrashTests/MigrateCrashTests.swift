@@ -72,6 +72,27 @@ struct MigrateCrashTests {
         return (workspace.path("Books.xcdatamodeld"), mapping, data)
     }
 
+    /// The books of `original` as the last version has them (a label: the title upper-cased).
+    static func target(_ original: Books) -> Books {
+        Dictionary(uniqueKeysWithValues: original.map { ($0.key, [$0.value[0], $0.value[1], $0.key.uppercased()]) })
+    }
+
+    /// Runs `arguments` killed at `kills` points spread over `total` seconds, each run after
+    /// `prepare`; after each kill, `check` gets the label of the kill and the version the store is
+    /// at (as `migrate --dry-run --json` says).
+    static func afterEachKill(_ arguments: [String], total: Double, named name: String, prepare: () throws -> Void,
+                              _ check: (_ label: String, _ version: String?) throws -> Void) throws {
+        for delay in (0..<kills).map({ total * (Double($0) + 0.5) / Double(kills) }) {
+            try prepare()
+            try CrashHarnessTests.run(arguments, killingAfter: delay)
+            let plan = try CLI.run(arguments + ["--dry-run", "--json"])
+            let version = (try? JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["from"] as? String
+            let label = "\(name) killed at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
+            #expect(["Books", "Books 3"].contains(version), "\(label): the store is at \(version ?? plan.stderr)")
+            try check(label, version)
+        }
+    }
+
     @Test("migrate, killed: the store at its version with its data or at the target with all of it; the next run finishes clean",
           arguments: CLI.backends)
     func migrate(_ type: String) throws {
@@ -85,7 +106,7 @@ struct MigrateCrashTests {
         #expect(try CLI.run("checkpoint", pristine).status == 0)
         let original = try Self.books(try CLI.run("export", pristine).stdout)
         #expect(original.count == count)
-        let target = Dictionary(uniqueKeysWithValues: original.map { ($0.key, [$0.value[0], $0.value[1], $0.key.uppercased()]) })
+        let target = Self.target(original)
         func prepare() throws {
             workspace.remove(prefix: "store.")
             workspace.remove(prefix: ".store.")
@@ -94,13 +115,7 @@ struct MigrateCrashTests {
         let arguments = ["migrate", store, "--model", bundle, "--mapping", mapping]
         let total = try CrashHarnessTests.duration(arguments, prepare: prepare)
         #expect(try Self.books(try CLI.run("export", store).stdout) == target, "an uninterrupted run")
-        for delay in (0..<Self.kills).map({ total * (Double($0) + 0.5) / Double(Self.kills) }) {
-            try prepare()
-            try CrashHarnessTests.run(arguments, killingAfter: delay)
-            let label = "\(type) killed at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
-            let plan = try CLI.run(["migrate", store, "--model", bundle, "--mapping", mapping, "--dry-run", "--json"])
-            let from = (try? JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["from"] as? String
-            #expect(["Books", "Books 3"].contains(from), "\(label): the store is at \(from ?? plan.stderr)")
+        try Self.afterEachKill(arguments, total: total, named: type, prepare: prepare) { label, from in
             let books = try Self.books(try CLI.run("export", store).stdout)
             #expect(books == (from == "Books" ? original : target), "\(label): the data is not whole")
             let again = try CLI.run(arguments)
@@ -118,7 +133,7 @@ struct MigrateCrashTests {
         let pristine = workspace.path("pristine.sqlite")
         #expect(try CLI.run("import", pristine, data, "--model", bundle, "--model-version", "Books").status == 0)
         let original = try Self.books(try CLI.run("export", pristine).stdout)
-        let target = Dictionary(uniqueKeysWithValues: original.map { ($0.key, [$0.value[0], $0.value[1], $0.key.uppercased()]) })
+        let target = Self.target(original)
         let store = try PostgreSQLTestServer.location().absoluteString
         let schema = String(store[store.range(of: "schema=")!.upperBound...])
         defer { _ = try? CLI.run("destroy", store) }
@@ -142,13 +157,7 @@ struct MigrateCrashTests {
         #expect(try uuid() == identity && !identity.isEmpty, "the store keeps its UUID")
         #expect(try schemas() == [schema])
         var swept = 0
-        for delay in (0..<Self.kills).map({ total * (Double($0) + 0.5) / Double(Self.kills) }) {
-            try prepare()
-            try CrashHarnessTests.run(arguments, killingAfter: delay)
-            let label = "postgresql killed at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
-            let plan = try CLI.run(["migrate", store, "--model", bundle, "--mapping", mapping, "--dry-run", "--json"])
-            let from = (try? JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["from"] as? String
-            #expect(["Books", "Books 3"].contains(from), "\(label): the store is at \(from ?? plan.stderr)")
+        try Self.afterEachKill(arguments, total: total, named: "postgresql", prepare: prepare) { label, from in
             #expect(try Self.books(try CLI.run("export", store).stdout) == (from == "Books" ? original : target), "\(label): the data is not whole")
             #expect(try uuid() == identity, "\(label): the UUID changed")
             let left = try schemas().count - 1
