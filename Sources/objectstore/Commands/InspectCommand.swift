@@ -30,11 +30,7 @@ struct InspectCommand: ParsableCommand {
             return (file.path, bytes)
         }
         // A server store has no files: where it is instead, without a password.
-        var server: String?
-        if StoreLocator.isServerURL(store), var parts = URLComponents(string: store) {
-            if parts.password != nil { parts.password = "********" }
-            server = parts.string ?? store
-        }
+        let server = StoreLocator.isServerURL(store) ? shown(store) : nil
         let embedded = try? metadata.embeddedModel()
         let matches = embedded.map { $0.versionHashes == metadata.versionHashes } ?? false
         // Counting needs a model: the one given (its version chosen by the store's hashes), else the
