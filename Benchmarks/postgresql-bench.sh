@@ -78,6 +78,27 @@ echo "| objectstore convert PostgreSQL → SQLite | ${back} s, $(rate "$back") |
 echo
 echo "export of the store converted back equals the source's: $same"
 
+# import of a JSON document of 200,000 of those objects (the export of the first 100,000 pairs) into a
+# new server store, against psql's \copy FROM of the same rows into tables with the store's columns
+# and indexes, in one transaction.
+imported=200000
+"$tool" create "$work/part.sqlite" --model "$work/model.json" >/dev/null
+sqlite3 "$work/part.sqlite" "ATTACH '$work/source.sqlite' AS s; BEGIN; INSERT INTO ZA SELECT * FROM s.ZA WHERE Z_PK <= $((imported / 2)); INSERT INTO ZB SELECT * FROM s.ZB WHERE Z_PK <= $((imported / 2)); UPDATE Z_PRIMARYKEY SET Z_MAX = $((imported / 2)); COMMIT;"
+"$tool" export "$work/part.sqlite" --output "$work/part.json"
+read -r imp imp_kb < <(measure "$tool" import "$server&schema=imported" "$work/part.json" --model "$work/model.json")
+"${psql[@]}" -c "\\copy imported.\"A\" TO '$work/iA.tsv'" -c "\\copy imported.\"B\" TO '$work/iB.tsv'" \
+  -c "CREATE SCHEMA ifloor" -c "CREATE TABLE ifloor.\"A\" (LIKE imported.\"A\" INCLUDING ALL)" -c "CREATE TABLE ifloor.\"B\" (LIKE imported.\"B\" INCLUDING ALL)"
+read -r imp_floor imp_floor_kb < <(measure "${psql[@]}" -c "BEGIN" -c "\\copy ifloor.\"A\" FROM '$work/iA.tsv'" -c "\\copy ifloor.\"B\" FROM '$work/iB.tsv'" -c "COMMIT")
+imp_same=no
+[ "$("$tool" export "$server&schema=imported" | md5sum)" = "$(md5sum < "$work/part.json")" ] && imp_same=yes
+echo
+echo "| import of $imported objects ($(du -m "$work/part.json" | cut -f1) MB of JSON) | time | peak RSS | against the floor |"
+echo "|---|---|---|---|"
+echo "| psql \\copy FROM, both tables, one transaction (the floor) | ${imp_floor} s | $(mib "$imp_floor_kb") (psql) | 1.00× |"
+echo "| objectstore import into a new server store | ${imp} s | $(mib "$imp_kb") | $(ratio "$imp" "$imp_floor") |"
+echo
+echo "export of the imported store equals the document: $imp_same"
+
 # The shapes users have (issue 23's): Publication (abstract, required title and pages with rules) →
 # Book (required isbn) → Textbook (required subject) in one table; Author–Book one-to-many with its
 # inverse; Tag–Book many-to-many; Library.featured, an ordered to-many with its inverse. <objects>/10
@@ -134,6 +155,9 @@ done
 read -r s_floor_out s_floor_out_kb < <(measure "${psql[@]}" "${copy_out[@]}")
 "${psql[@]}" "${like[@]}"
 read -r s_floor_in s_floor_in_kb < <(measure "${psql[@]}" -c "BEGIN" "${copy_in[@]}" -c "COMMIT")
+read -r s_imp s_imp_kb < <(measure "$tool" import "$server&schema=shapes_imported" "$work/shapes-data.json" --model "$work/shapes.json")
+s_imp_same=no
+[ "$("$tool" export "$server&schema=shapes_imported" | md5sum)" = "$("$tool" export "$work/shapes.sqlite" | md5sum)" ] && s_imp_same=yes
 shape_objects=$((books + books / 10 + 100 + books / 100))
 echo
 echo "| $shape_objects objects of the users' shapes ($books books, every table $(echo $tables | wc -w) of them) | time | peak RSS | against the floor |"
@@ -142,5 +166,6 @@ echo "| psql \\copy FROM, every table, one transaction (the floor in) | ${s_floo
 echo "| objectstore convert SQLite → PostgreSQL | ${s_into} s | $(mib "$s_into_kb") | $(ratio "$s_into" "$s_floor_in") |"
 echo "| psql \\copy TO, every table (the floor out, without SQLite's load) | ${s_floor_out} s | $(mib "$s_floor_out_kb") (psql) | 1.00× |"
 echo "| objectstore convert PostgreSQL → SQLite | ${s_back} s | $(mib "$s_back_kb") | $(ratio "$s_back" "$s_floor_out") |"
+echo "| objectstore import of the shapes' JSON ($(du -m "$work/shapes-data.json" | cut -f1) MB) into a new server store | ${s_imp} s | $(mib "$s_imp_kb") | $(ratio "$s_imp" "$s_floor_in") (against \\copy FROM) |"
 echo
-echo "export of the shapes store converted back equals the source's: $s_same"
+echo "export of the shapes store converted back equals the source's: $s_same; the imported one's: $s_imp_same"

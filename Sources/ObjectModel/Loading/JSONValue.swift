@@ -37,8 +37,8 @@ public indirect enum JSONValue: Sendable, Equatable {
     /// Parses a whole document.
     /// - Throws: ``SyntaxError``.
     public static func parse(_ data: Data) throws -> JSONValue {
-        var parser = Parser(bytes: Array(data))
-        return try parser.document()
+        var scanner = JSONScanner(bytes: Array(data))
+        return try scanner.document()
     }
 
     /// The members of an object as a dictionary, or nil for another kind of value.
@@ -60,17 +60,21 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 }
 
-private struct Parser {
-    let bytes: [UInt8]
-    var index = 0
+/// The reader of ``JSONValue/parse(_:)``, byte by byte: the whole grammar as a tree
+/// (``document()``), or its pieces for a reader that walks a document of a known shape without
+/// building the tree (a JSON import reading objects straight into rows), with the same rules
+/// and errors.
+package struct JSONScanner {
+    package let bytes: [UInt8]
+    package var index = 0
     var depth = 0
 
-    init(bytes: [UInt8]) {
+    package init(bytes: [UInt8]) {
         self.bytes = bytes
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
     }
 
-    func error(_ message: String, at position: Int? = nil) -> JSONValue.SyntaxError {
+    package func error(_ message: String, at position: Int? = nil) -> JSONValue.SyntaxError {
         let offset = min(position ?? index, bytes.count)
         var line = 1, column = 1
         var i = 0
@@ -81,11 +85,16 @@ private struct Parser {
         return JSONValue.SyntaxError(message: message, line: line, column: column)
     }
 
-    mutating func skipSpace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    package mutating func skipSpace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
-    mutating func document() throws -> JSONValue {
+    package mutating func document() throws -> JSONValue {
         skipSpace()
         guard index < bytes.count else { throw error("the document is empty") }
         let value = try self.value()
@@ -94,7 +103,7 @@ private struct Parser {
         return value
     }
 
-    mutating func value() throws -> JSONValue {
+    package mutating func value() throws -> JSONValue {
         guard index < bytes.count else { throw error("the document ends where a value was expected") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try object()
@@ -112,9 +121,9 @@ private struct Parser {
         byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : String(format: "0x%02X", byte)
     }
 
-    mutating func literal(_ word: String) throws {
-        let expected = Array(word.utf8)
-        guard bytes.count - index >= expected.count, Array(bytes[index..<index + expected.count]) == expected else {
+    package mutating func literal(_ word: String) throws {
+        let expected = word.utf8
+        guard bytes.count - index >= expected.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
             throw error("unexpected text where a value was expected")
         }
         index += expected.count
@@ -170,7 +179,7 @@ private struct Parser {
         }
     }
 
-    mutating func number() throws -> String {
+    package mutating func number() throws -> String {
         let start = index
         func digits() -> Int {
             let from = index
@@ -212,8 +221,22 @@ private struct Parser {
         return value
     }
 
-    mutating func string() throws -> String {
+    package mutating func string() throws -> String {
         index += 1
+        // Most strings hold no escape: their bytes are the text.
+        var end = index, high: UInt8 = 0
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+            high |= bytes[end]
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\""), let text = bytes.withUnsafeBufferPointer({ buffer -> String? in
+            let run = UnsafeBufferPointer(rebasing: buffer[index..<end])
+            // ASCII needs no validating.
+            return high < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
+        }) {
+            index = end + 1
+            return text
+        }
         var scalars = String.UnicodeScalarView()
         var runStart = index
         func flushRun(_ end: Int) throws {

@@ -118,7 +118,11 @@ extension AttributeType {
     /// `false`/`1`/`0`; dates as ISO 8601 or as seconds since 2001-01-01 (what
     /// Xcode writes); binary and transformable as base64; UUIDs and URIs as text.
     public func parseValue(_ text: String) -> Value? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if self == .string { return .string(text) }
+        // Most text has no space around it to trim (and trimming is costly).
+        let spaced = text.unicodeScalars.first.map(CharacterSet.whitespaces.contains) == true
+            || text.unicodeScalars.last.map(CharacterSet.whitespaces.contains) == true
+        let trimmed = spaced ? text.trimmingCharacters(in: .whitespaces) : text
         switch self {
         case .integer16, .integer32, .integer64:
             if let v = Int64(trimmed), integerRange!.contains(v) { return .integer(v) }
@@ -249,6 +253,11 @@ public enum ValueText {
     /// rounded once to the nearest double. A finite number too large for a double is
     /// refused (nil), not made infinite.
     public static func double(_ text: String) -> Double? {
+        // Only the names of NaN and infinity hold an n or an i (lowercasing every number costs).
+        guard text.utf8.contains(where: { $0 | 0x20 == UInt8(ascii: "n") || $0 | 0x20 == UInt8(ascii: "i") }) else {
+            guard let v = Double(text), v.isFinite else { return nil }
+            return v
+        }
         switch text.lowercased() {
         case "nan": return .nan
         case "inf", "+inf", "infinity", "+infinity": return .infinity

@@ -14,11 +14,23 @@ extension JSONInterchange {
         /// export imported into another store would otherwise link to whatever has those keys.
         public var linksExisting: Bool
 
+        /// The store is new, made for this import and thrown away unless the import completes
+        /// (`objectstore import` fills a staged store so), and opened with
+        /// ``StoreOptions/deferredDurability`` and without history (``StoreOptions/recordsHistory``
+        /// false). The objects then go in as a conversion writes them, each entity's in transactions
+        /// of their own, and the import gives the store's history its one transaction, by ``author``.
+        /// False by default: the import is one save, all or nothing.
+        public var fillsNewStore: Bool
+        /// The author of the history transaction of a store the import fills (``fillsNewStore``).
+        public var author: String?
+
         /// Options; by default every object of the document is a new one, and every object a
         /// relationship names is one of the document's.
-        public init(upsert: Bool = false, linksExisting: Bool = false) {
+        public init(upsert: Bool = false, linksExisting: Bool = false, fillsNewStore: Bool = false, author: String? = nil) {
             self.upsert = upsert
             self.linksExisting = linksExisting
+            self.fillsNewStore = fillsNewStore
+            self.author = author
         }
     }
 
@@ -58,8 +70,25 @@ extension JSONInterchange {
     /// (the new object is linked to it, and its inverse side updated).
     public static func importDocument(_ data: Data, into store: any PersistentStore, file: String = "input",
                                       options: ImportOptions) throws -> ImportResult {
-        var importer = Importer(store: store, file: file, options: options)
-        return try importer.run(data)
+        var result = ImportResult()
+        var inserted: [ObjectKey] = []
+        // New objects only: read straight into batches, unless the document has something to say.
+        var batches = BatchImporter(store: store, options: options)
+        do {
+            guard !options.upsert, !options.linksExisting else { throw BatchImporter.Declined() }
+            try batches.read(data)
+            try batches.write()
+            for part in batches.parts where !part.ids.isEmpty { result.inserted[part.entity.name, default: 0] += part.ids.count }
+            inserted = batches.keys
+        } catch is BatchImporter.Declined {
+            var importer = Importer(store: store, file: file, options: options)
+            result = try importer.run(data)
+            inserted = importer.objects.filter { $0.updates == nil }.map(\.key)
+        }
+        if options.fillsNewStore, !inserted.isEmpty {
+            try store.continueHistory(after: 0, recording: HistoryRecord(author: options.author, inserted: inserted))
+        }
+        return result
     }
 }
 
@@ -274,11 +303,20 @@ struct Importer {
         return ObjectKey(entity.name, pk)
     }
 
-    /// Keeps the keys of `Entity/pk` ids when a whole hierarchy has them and they are free; else
-    /// allocates (objects that update existing ones have their keys already).
+    /// Gives the new objects their keys (objects that update existing ones have theirs already).
     private mutating func assignKeys() throws {
+        let new = objects.indices.filter { objects[$0].updates == nil }
+        let keys = try Self.newKeys(new.map { (objects[$0].entity, objects[$0].id) }, store: store)
+        for (i, key) in zip(new, keys) { objects[i].key = key }
+    }
+
+    /// The keys of new objects, given in document order: each hierarchy keeps the keys of its
+    /// `Entity/pk` `_id`s when every object of it has one and they are free, else gets keys
+    /// allocated in document order.
+    static func newKeys(_ objects: [(entity: EntityDescription, id: String)], store: any PersistentStore) throws -> [ObjectKey] {
+        var keys = objects.map { ObjectKey($0.entity.name, 0) }
         var byRoot: [String: [Int]] = [:]
-        for (i, object) in objects.enumerated() where object.updates == nil { byRoot[object.entity.rootName, default: []].append(i) }
+        for (i, object) in objects.enumerated() { byRoot[object.entity.rootName, default: []].append(i) }
         for (root, members) in byRoot.sorted(by: { $0.key < $1.key }) {
             var chosen: [Int64] = []
             for i in members {
@@ -290,7 +328,7 @@ struct Importer {
             var keep = chosen.count == members.count && Set(chosen).count == chosen.count
             if keep, try store.count(FetchRequest(entity: root)) > 0 {
                 // The store already holds objects of this hierarchy: keep the keys only if all are free.
-                let kinds = model.entity(named: root)!.kindNames
+                let kinds = store.model.entity(named: root)!.kindNames
                 outer: for pk in chosen {
                     for kind in kinds where try store.record(for: ObjectKey(kind, pk)) != nil {
                         keep = false
@@ -299,12 +337,13 @@ struct Importer {
                 }
             }
             if keep {
-                for (i, pk) in zip(members, chosen) { objects[i].key = ObjectKey(objects[i].entity.name, pk) }
+                for (i, pk) in zip(members, chosen) { keys[i] = ObjectKey(objects[i].entity.name, pk) }
             } else {
                 let range = try store.allocatePrimaryKeys(entity: root, count: members.count)
-                for (i, pk) in zip(members, range) { objects[i].key = ObjectKey(objects[i].entity.name, pk) }
+                for (i, pk) in zip(members, range) { keys[i] = ObjectKey(objects[i].entity.name, pk) }
             }
         }
+        return keys
     }
 
     /// Both sides of every relationship, checking that sides given twice agree.
@@ -378,7 +417,7 @@ struct Importer {
 
     /// Converts a JSON value to an attribute value: numbers from their text, rounded once
     /// to the attribute's type, and refused when they do not fit it.
-    static func value(_ raw: JSONValue, for attribute: Attribute, place: String, fail: (String) -> StoreError) throws -> Value? {
+    static func value(_ raw: JSONValue, for attribute: Attribute, place: @autoclosure () -> String, fail: (String) -> StoreError) throws -> Value? {
         let type = attribute.type
         func bad(_ why: String = "") -> StoreError {
             let shown: String = switch raw {
@@ -386,7 +425,7 @@ struct Importer {
             case .bool(let b): String(b)
             default: raw.kindName
             }
-            return fail("\(place): \(shown) is not a valid \(type.modelName)\(why)")
+            return fail("\(place()): \(shown) is not a valid \(type.modelName)\(why)")
         }
         switch raw {
         case .null:

@@ -92,6 +92,13 @@ public struct RecordBatch: Sendable {
         set { toOne[row * layout.toOne.count + slot] = newValue }
     }
 
+    /// Gives the rows these primary keys, one per row in order (a reader that learns the keys
+    /// after the values).
+    mutating func setPrimaryKeys(_ keys: [Int64]) {
+        precondition(keys.count == count, "one key per row")
+        primaryKeys = keys
+    }
+
     /// The key of a row's object.
     public func key(at row: Int) -> ObjectKey { ObjectKey(entity.name, primaryKeys[row]) }
 

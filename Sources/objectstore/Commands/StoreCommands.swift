@@ -92,11 +92,13 @@ struct ImportCommand: ParsableCommand {
 }
 
 extension ImportCommand {
-    /// Creates the store at `url` and imports the document into it; returns the counts.
+    /// Creates the store at `url` and imports the document into it; returns the counts. The store
+    /// is staged, so it is filled as a conversion fills its destination (``JSONInterchange/ImportOptions/fillsNewStore``).
     func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws -> [String: Int] {
-        let opened = try type.open(at: url, model: model, options: StoreOptions(author: authorOption.author))
+        let opened = try type.open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false, author: authorOption.author))
         do {
-            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data)
+            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data,
+                                                            options: .init(fillsNewStore: true, author: authorOption.author)).objects
             try opened.close()
             return counts
         } catch {
