@@ -1,6 +1,6 @@
 import Foundation
 import ObjectModel
-import ObjectStore
+@testable import ObjectStore
 import SQLiteStore
 import Testing
 import TestSupport
@@ -175,6 +175,25 @@ struct ImportPathTests {
             #expect(history.first?.author == "loader")
             #expect(Set(history.first?.inserted ?? []).count == 9)
         }
+    }
+
+    @Test("the batch path itself takes a well-formed document, on one line, pretty-printed, with escapes and space anywhere JSON allows it")
+    func batchPathTakesWellFormedDocuments() throws {
+        let workspace = try Workspace()
+        let spaced = Self.exported.replacingOccurrences(of: ": ", with: " :\t").replacingOccurrences(of: ",", with: "\r\n ,")
+        let escaped = Self.document.replacingOccurrences(of: #""Ada""#, with: #""\u0041da""#)
+        for document in [Self.document, Self.exported, spaced, escaped] {
+            let store = try SQLiteStoreType().open(at: workspace.location("taken-\(UUID())", SQLiteStore.typeName), model: Self.model, options: StoreOptions())
+            defer { try? store.close() }
+            var reader = BatchImporter(store: store, options: .init())
+            #expect(throws: Never.self) { try reader.read(Data(document.utf8)) }
+            #expect(reader.keys.count == 9)
+        }
+        // And declines what is wrong, for the record path to report.
+        let store = try SQLiteStoreType().open(at: workspace.location("declined", SQLiteStore.typeName), model: Self.model, options: StoreOptions())
+        defer { try? store.close() }
+        var reader = BatchImporter(store: store, options: .init())
+        #expect(throws: BatchImporter.Declined.self) { try reader.read(Data(Self.document.replacingOccurrences(of: "\"Tag/1\", \"Tag/2\"", with: "\"Tag/1\"").utf8)) }
     }
 
     @Test("in SQLite every path leaves the very same rows, order keys and Z_OPT included, as sqlite3 reads them")

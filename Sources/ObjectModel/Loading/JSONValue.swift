@@ -64,7 +64,7 @@ public indirect enum JSONValue: Sendable, Equatable {
 /// (``document()``), or its pieces for a reader that walks a document of a known shape without
 /// building the tree (a JSON import reading objects straight into rows), with the same rules
 /// and errors.
-package struct JSONScanner {
+package struct JSONScanner: Sendable {
     package let bytes: [UInt8]
     package var index = 0
     var depth = 0

@@ -73,21 +73,82 @@ struct BatchImporter {
         try assignKeys()
     }
 
+    /// Reads the top level, each entity's array on a core of its own: the arrays' bounds are found
+    /// first (``skipValue(_:)``), then each is read by a scanner of its own.
     private mutating func readDocument(_ scanner: inout JSONScanner) throws {
         scanner.skipSpace()
         try Self.expect("{", &scanner)
         var seen: Set<String> = []
+        var arrays: [(entity: EntityDescription, bounds: Range<Int>)] = []
         if try !closes("}", &scanner) {
             repeat {
                 let name = try key(&scanner)
                 guard seen.insert(name).inserted, let entity = model.entity(named: name), !entity.isAbstract else { throw Declined() }
-                var part = Part(entity: entity)
-                try readObjects(into: &part, &scanner)
-                parts.append(part)
+                scanner.skipSpace()
+                let start = scanner.index
+                try Self.skipValue(&scanner)
+                arrays.append((entity, start..<scanner.index))
             } while try next("}", &scanner)
         }
         scanner.skipSpace()
         guard scanner.index == scanner.bytes.count else { throw Declined() }
+        let read = Results(count: arrays.count)
+        let (whole, reader, found) = (scanner, self, arrays)
+        DispatchQueue.concurrentPerform(iterations: found.count) { i in
+            var part = Part(entity: found[i].entity)
+            var scanner = whole
+            scanner.index = found[i].bounds.lowerBound
+            do {
+                try reader.readObjects(into: &part, &scanner)
+                guard scanner.index == found[i].bounds.upperBound else { throw Declined() }
+                read.set(i, .success(part))
+            } catch {
+                read.set(i, .failure(error))
+            }
+        }
+        parts = try read.all()
+    }
+
+    /// The parts read on several threads, each in its place.
+    private final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Result<Part, any Error>?]
+
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+
+        func set(_ i: Int, _ result: Result<Part, any Error>) { lock.withLock { results[i] = result } }
+
+        /// Every part, or the first error.
+        func all() throws -> [Part] { try lock.withLock { try results.map { try $0!.get() } } }
+    }
+
+    /// Steps over one value without reading it: strings by their quotes and escapes, arrays and
+    /// objects by their brackets. Checks nothing else (the value is read afterwards, and must end
+    /// where this ended).
+    private static func skipValue(_ scanner: inout JSONScanner) throws {
+        try scanner.bytes.withUnsafeBufferPointer { bytes in
+            var i = scanner.index, depth = 0
+            repeat {
+                guard i < bytes.count else { throw Declined() }
+                switch bytes[i] {
+                case UInt8(ascii: "\""):
+                    i += 1
+                    while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                    i += 1
+                case UInt8(ascii: "["), UInt8(ascii: "{"):
+                    depth += 1
+                    i += 1
+                case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                    depth -= 1
+                    guard depth >= 0 else { throw Declined() }
+                    i += 1
+                default:
+                    // Space, separators, numbers and words hold no bracket.
+                    i += 1
+                }
+            } while depth > 0
+            scanner.index = min(i, bytes.count)
+        }
     }
 
     /// What a member name of an object is.
