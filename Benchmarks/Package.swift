@@ -64,6 +64,13 @@ let package = Package(
                            .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
             path: "Sources/shapes-bench"
         ),
+        // Clients in one process saving into one PostgreSQL store at once, against one client (issue 24).
+        .executableTarget(
+            name: "clients-bench",
+            dependencies: [.product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
+                           .product(name: "PostgreSQLStore", package: "ObjectStore")],
+            path: "Sources/clients-bench"
+        ),
         .executableTarget(
             name: "MigrationBenchmarks",
             dependencies: [

@@ -3,8 +3,9 @@
 # release `objectstore`, timing each and taking its peak resident memory, against the floor measured
 # in the same run: psql's \copy of the same rows (into a table with the store's columns and indexes,
 # and out of the store's tables). Starts a private server on a Unix socket in a temporary folder
-# (as the postgres user when run as root) and removes it at the end. Prints a Markdown table
-# (docs/performance.md records the figures).
+# (as the postgres user when run as root) and removes it at the end. Then: a JSON import of 200,000
+# of those objects against \copy FROM; the users' shapes both ways and imported; 8 clients in one
+# process saving at once against one. Prints Markdown tables (docs/performance.md records the figures).
 # Usage: Benchmarks/postgresql-bench.sh [objects]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -169,3 +170,10 @@ echo "| objectstore convert PostgreSQL → SQLite | ${s_back} s | $(mib "$s_back
 echo "| objectstore import of the shapes' JSON ($(du -m "$work/shapes-data.json" | cut -f1) MB) into a new server store | ${s_imp} s | $(mib "$s_imp_kb") | $(ratio "$s_imp" "$s_floor_in") (against \\copy FROM) |"
 echo
 echo "export of the shapes store converted back equals the source's: $s_same; the imported one's: $s_imp_same"
+
+# Clients in one process saving disjoint objects into one store at once (each save an owner and five
+# items, keys allocated by the store), against one client making the same saves: the store's pool.
+echo "8 clients against one…" >&2
+swift build -c release --package-path Benchmarks --product clients-bench >&2
+echo
+Benchmarks/.build/release/clients-bench "$server" 2000 5

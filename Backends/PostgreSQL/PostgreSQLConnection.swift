@@ -150,6 +150,9 @@ final class PGConnection {
         return count
     }
 
+    /// Whether the connection is open and the server still answers on it.
+    var isUsable: Bool { !closed && PQstatus(handle) == CONNECTION_OK }
+
     /// Whether the server is in a transaction block (or a failed one).
     var inTransaction: Bool {
         let status = PQtransactionStatus(handle)

@@ -6,13 +6,19 @@ import ObjectStore
 /// its tables live in.
 ///
 /// `postgresql://user@host:5432/db?schema=books`, `postgres:///db?host=/run/postgresql`; the
-/// `schema` query parameter is ours (libpq does not know it) and defaults to `public`.
+/// `schema` and `pool` query parameters are ours (libpq does not know them): `schema` defaults to
+/// `public`, `pool` (the most connections an open store uses at once) to 8.
 struct PostgreSQLLocation: Sendable, Hashable {
     let url: URL
-    /// The URI libpq connects with: the store's URL without `schema`.
+    /// The URI libpq connects with: the store's URL without `schema` and `pool`.
     let conninfo: String
     /// The schema the store's tables are in.
     let schema: String
+    /// The most connections an open store uses at once (`pool=`, 1 to 64).
+    let poolSize: Int
+
+    /// The connections a store uses at most when the URL does not say.
+    static let defaultPoolSize = 8
 
     /// Whether `url` names a PostgreSQL store (`postgresql://` or `postgres://`).
     static func isPostgreSQL(_ url: URL) -> Bool {
@@ -29,13 +35,17 @@ struct PostgreSQLLocation: Sendable, Hashable {
         guard let mark = text.firstIndex(of: "?") else {
             conninfo = text
             schema = "public"
+            poolSize = Self.defaultPoolSize
             return
         }
         var kept: [Substring] = []
         var schemas: [String] = []
+        var pools: [Substring] = []
         for item in text[text.index(after: mark)...].split(separator: "&") {
             if item.hasPrefix("schema=") {
                 schemas.append(String(item.dropFirst(7)).removingPercentEncoding ?? String(item.dropFirst(7)))
+            } else if item.hasPrefix("pool=") {
+                pools.append(item.dropFirst(5))
             } else {
                 kept.append(item)
             }
@@ -52,6 +62,10 @@ struct PostgreSQLLocation: Sendable, Hashable {
             throw StoreError(.invalidInput, "schema=\(schema) is reserved by PostgreSQL for its own catalogs: name a schema of your own", url: url)
         }
         self.schema = schema
+        guard pools.count <= 1, let size = Int(pools.first ?? "\(Self.defaultPoolSize)"), (1...64).contains(size) else {
+            throw StoreError(.invalidInput, "pool= takes one number of connections, 1 to 64 (\(pools.joined(separator: ", ")))", url: url)
+        }
+        poolSize = size
         conninfo = String(text[..<mark]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
     }
 

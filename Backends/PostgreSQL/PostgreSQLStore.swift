@@ -2,6 +2,7 @@ import Foundation
 import ObjectModel
 import ObjectStore
 import StoreToolkit
+import Synchronization
 
 /// A store in a PostgreSQL database, through libpq's blocking API: one table per inheritance
 /// root with typed columns, join tables for to-many sides without a to-one inverse, one key
@@ -48,17 +49,20 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// The metadata row of the model's version hashes when the store opened: a save finds it
     /// unchanged, or the store was migrated or replaced meanwhile and the save is refused.
     private let openedHashes: Data?
-    /// Guards ``connection``.
-    private let lock = NSLock()
-    /// The connection. Not Sendable: only ever touched inside `lock`, one thread at a time,
-    /// and never escapes a call.
-    nonisolated(unsafe) private var connection: PGConnection?
-    /// Inheritance roots whose tables took a bulk load (`COPY`) since the store opened (under `lock`).
-    nonisolated(unsafe) private var loaded: Set<String> = []
-    /// Whether the history table was found in the schema (under `lock`; see ``PostgreSQLHistory/append``).
-    nonisolated(unsafe) private var historyTableKnown = false
-    /// A `COPY` left open across unchecked batches (under `lock`; see ``bulkInsert(_:checkingReferences:)``).
-    nonisolated(unsafe) private var pendingCopy: PendingCopy?
+    /// The connections: each call takes one for itself (a snapshot has one, a store filled in one
+    /// go one, for its open `COPY`).
+    private let pool: PGConnectionPool
+    /// What the store's calls share besides the connections.
+    private let state = Mutex(State())
+
+    private struct State {
+        /// Inheritance roots whose tables took a bulk load (`COPY`) since the store opened.
+        var loaded: Set<String> = []
+        /// Whether the history table was found in the schema (see ``PostgreSQLHistory/append``).
+        var historyTableKnown = false
+        /// A `COPY` left open across unchecked batches (see ``bulkInsert(_:checkingReferences:)``).
+        var pendingCopy: PendingCopy?
+    }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
     private let streamsCopies: Bool
@@ -82,6 +86,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         snapshotKeys = [:]
         let layout = PostgreSQLLayout(model: model, location: location)
         self.layout = layout
+        let setUp = { (connection: PGConnection) throws in
+            if options.readOnly { try connection.execute("SET default_transaction_read_only = on") }
+            // Durable at close (a migration's or conversion's destination, thrown away unless
+            // complete): commits do not wait for the server's WAL flush.
+            if options.deferredDurability && !options.readOnly { try connection.execute("SET synchronous_commit = off") }
+        }
         let connection = try PostgreSQLStoreType.connect(location)
         let metadata: StoreMetadata
         do {
@@ -98,10 +108,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                     throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
                                      url: location.url, compatibility: compatibility)
                 }
-                if options.readOnly { try connection.execute("SET default_transaction_read_only = on") }
-                // Durable at close (a migration's or conversion's destination, thrown away unless
-                // complete): commits do not wait for the server's WAL flush.
-                if options.deferredDurability && !options.readOnly { try connection.execute("SET synchronous_commit = off") }
+                try setUp(connection)
                 return metadata
             }
             openedHashes = try PostgreSQLStoreType.mapping(location) { try Self.hashesRow(connection, location) }
@@ -110,7 +117,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             throw error
         }
         identifier = metadata.storeUUID ?? UUID()
-        self.connection = connection
+        // A store that keeps a `COPY` open across calls has one connection, the copy's.
+        pool = PGConnectionPool(first: connection, limit: streamsCopies ? 1 : location.poolSize) {
+            let connection = try PostgreSQLStoreType.connect(location)
+            try PostgreSQLStoreType.mapping(location) { try setUp(connection) }
+            return connection
+        }
     }
 
     /// A snapshot of `store`: a connection of its own in a `REPEATABLE READ READ ONLY` transaction.
@@ -143,7 +155,10 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             connection.close()
             throw error
         }
-        self.connection = connection
+        // The snapshot is its connection's transaction: another connection would read another moment.
+        pool = PGConnectionPool(first: connection, limit: 1) {
+            throw StoreError(.closed, "the snapshot's connection to the server was lost: take a new snapshot", url: location.url)
+        }
     }
 
     // MARK: Contract
@@ -220,7 +235,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             try view.copy(batch)
             try appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))), view)
         }
-        lock.withLock { _ = loaded.insert(batch.entity.rootName) }
+        state.withLock { _ = $0.loaded.insert(batch.entity.rootName) }
     }
 
     /// Sends `batch` into the open `COPY` of its entity, opening one (and its transaction) when
@@ -230,13 +245,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// nothing of the copy written. Only a store filled in one go and thrown away unless complete
     /// streams (``streamsCopies``).
     private func stream(_ batch: RecordBatch) throws {
-        try lock.withLock {
-            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
+        try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             try PostgreSQLStoreType.mapping(location) {
                 let statement = try view.copyStatement(batch)
-                if pendingCopy?.statement != statement { try finishCopy(connection) }
-                if pendingCopy == nil {
+                if state.withLock({ $0.pendingCopy?.statement }) != statement { try finishCopy(connection) }
+                if state.withLock({ $0.pendingCopy == nil }) {
                     try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                     do {
                         try checkStillTheStore(connection)
@@ -245,28 +259,37 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                         try? connection.execute("ROLLBACK")
                         throw error
                     }
-                    pendingCopy = PendingCopy(statement: statement, entity: batch.entity)
+                    state.withLock { $0.pendingCopy = PendingCopy(statement: statement, entity: batch.entity) }
                 }
                 do {
                     try view.copyRows(batch, send: connection.putCopyData)
                 } catch {
-                    pendingCopy = nil
+                    state.withLock { $0.pendingCopy = nil }
                     connection.abortCopy()
                     try? connection.execute("ROLLBACK")
                     throw error
                 }
                 let root = batch.entity.rootName
-                let highest = max(pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
-                pendingCopy?.highest[root] = highest
-                loaded.insert(root)
+                state.withLock { state in
+                    let highest = max(state.pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
+                    state.pendingCopy?.highest[root] = highest
+                    _ = state.loaded.insert(root)
+                }
             }
         }
     }
 
-    /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (under `lock`).
+    /// Runs `body` with a connection of the pool no other call has meanwhile.
+    private func withConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        try pool.withConnection(closedError: StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url), body)
+    }
+
+    /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one connection).
     private func finishCopy(_ connection: PGConnection) throws {
-        guard let pending = pendingCopy else { return }
-        pendingCopy = nil
+        guard let pending = state.withLock({ state -> PendingCopy? in
+            defer { state.pendingCopy = nil }
+            return state.pendingCopy
+        }) else { return }
         do {
             try connection.endCopy()
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
@@ -281,9 +304,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
     }
 
-    /// Runs inside ``write(_:)``, under `lock`.
+    /// Runs inside ``write(_:)``.
     private func appendHistory(_ record: HistoryRecord?, _ view: PostgreSQLView) throws {
-        if let record { try PostgreSQLHistory.append(record, view.connection, location, store: identifier, tableKnown: &historyTableKnown) }
+        guard let record else { return }
+        var known = state.withLock { $0.historyTableKnown }
+        try PostgreSQLHistory.append(record, view.connection, location, store: identifier, tableKnown: &known)
+        state.withLock { $0.historyTableKnown = known }
     }
 
     public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
@@ -361,47 +387,45 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 
     public func snapshot() throws -> any PersistentStore {
-        try lock.withLock { () throws -> Void in
-            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
-            try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) }
-        }
+        try withConnection { connection in try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } }
         return try PostgreSQLStore(snapshotOf: self)
     }
 
-    /// Closes the connection (a snapshot's transaction ends with it).
+    /// Closes the connections (a snapshot's transaction ends with its one). A copy still open
+    /// commits first; a table a bulk load filled gets the planner's statistics; a store durable
+    /// at close is made durable.
     public func close() throws {
-        let (closing, analyzed, copying) = lock.withLock { () -> (PGConnection?, Set<String>, Result<Void, any Error>) in
-            defer { connection = nil }
+        let closing = pool.close { connection -> Result<Void, any Error> in
             // A copy still open commits now, or the close says why it could not.
-            let copying = Result { try connection.map { connection in try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } } }
-            return (connection, loaded, copying.map { _ in })
-        }
-        defer { closing?.close() }
-        try copying.get()
-        if isSnapshot, let closing { try? closing.execute("COMMIT") }
-        // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
-        // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
-        // The size and the key columns are what a scan needs, at a third of the cost of every
-        // column's; autovacuum gathers the others once the load is done.
-        for root in analyzed.sorted() {
-            try? closing?.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root))) (pk, entity)")
-        }
-        if deferredDurability, let closing {
+            let copying = Result { try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } }
+            if isSnapshot { try? connection.execute("COMMIT") }
+            // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
+            // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
+            // The size and the key columns are what a scan needs, at a third of the cost of every
+            // column's; autovacuum gathers the others once the load is done.
+            for root in state.withLock({ $0.loaded }).sorted() {
+                try? connection.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root))) (pk, entity)")
+            }
+            guard deferredDurability else { return copying }
             // A synchronous commit of a transaction with an ID flushes the server's WAL up to it:
             // every earlier commit of this store is then durable too.
-            try PostgreSQLStoreType.mapping(location) {
-                try closing.execute("SET synchronous_commit = on")
-                _ = try PostgreSQLStoreType.transaction(closing, "BEGIN") { try closing.query("SELECT txid_current()") }
+            return copying.flatMap {
+                Result {
+                    try PostgreSQLStoreType.mapping(location) {
+                        try connection.execute("SET synchronous_commit = on")
+                        _ = try PostgreSQLStoreType.transaction(connection, "BEGIN") { try connection.query("SELECT txid_current()") }
+                    }
+                }
             }
         }
+        try closing?.get()
     }
 
     // MARK: Transactions
 
     /// Runs `body` in one read-only `REPEATABLE READ` transaction (a snapshot's own, for a snapshot).
     func read<T>(_ body: (PostgreSQLView) throws -> T) throws -> T {
-        try lock.withLock {
-            guard let connection else { throw StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url) }
+        try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             return try PostgreSQLStoreType.mapping(location) {
                 try finishCopy(connection)
@@ -418,8 +442,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         if isReadOnly {
             throw StoreError(.readOnly, isSnapshot ? "a snapshot is read-only" : "the store was opened read-only", url: location.url)
         }
-        return try lock.withLock {
-            guard let connection else { throw StoreError(.closed, "the store is closed", url: location.url) }
+        return try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location)
             return try PostgreSQLStoreType.mapping(location) {
                 try finishCopy(connection)

@@ -170,4 +170,41 @@ struct PostgreSQLConcurrencyTests {
         #expect(final.version == Int64(1 + saved.load(ordering: .relaxed)))
         #expect(saved.load(ordering: .relaxed) + conflicts.load(ordering: .relaxed) == 8 * 15)
     }
+
+    @Test("one store, eight threads saving disjoint objects at once through a pool of three connections: every save goes in, with both sides of each relationship; a closed pool refuses calls; pool= is 1 to 64")
+    func pooledClients() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let schema = url.absoluteString.components(separatedBy: "schema=")[1]
+        let store = try PostgreSQLStoreType().open(at: URL(string: url.absoluteString + "&pool=3")!, model: model, options: StoreOptions())
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { client in
+            do {
+                for save in 0..<10 {
+                    let person = ObjectKey("Person", try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+                    let pet = ObjectKey("Pet", try store.allocatePrimaryKeys(entity: "Pet", count: 1).lowerBound)
+                    var record = ObjectRecord(key: pet, attributes: ["name": .string("pet \(client).\(save)")])
+                    record.toOne["owner"] = person
+                    try store.save(ChangeSet(inserted: [ObjectRecord(key: person, attributes: ["name": .string("client \(client) save \(save)")]), record]))
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Person\"") == "80\n")
+        #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Pet\" p JOIN \"\(schema)\".\"Person\" o ON p.owner = o.pk") == "80\n")
+        for person in try store.fetch(FetchRequest(entity: "Person")) {
+            #expect(try store.relatedKeys(of: person.key, relationship: "pets").count == 1)
+        }
+        try store.close()
+        let error = try #require(throws: StoreError.self) { try store.count(FetchRequest(entity: "Person")) }
+        #expect(error.code == .closed)
+        for size in ["0", "65", "two"] {
+            let refused = try #require(throws: StoreError.self) {
+                try PostgreSQLStoreType().open(at: URL(string: url.absoluteString + "&pool=\(size)")!, model: model, options: StoreOptions())
+            }
+            #expect(refused.message.contains("pool="))
+        }
+    }
 }
