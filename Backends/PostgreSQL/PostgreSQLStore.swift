@@ -46,6 +46,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// For a snapshot, each root's last allocated key when it was taken (sequences are outside
     /// transactions, so a snapshot reads them once, at its start).
     private let snapshotKeys: [String: Int64]
+    /// Whether the server keeps text in UTF-8 (its `server_encoding`): string predicates and sorts
+    /// then run in SQL (``PostgreSQLView/unicodeText(_:)``).
+    let unicode: Bool
     /// The metadata row of the model's version hashes when the store opened: a save finds it
     /// unchanged, or the store was migrated or replaced meanwhile and the save is refused.
     private let openedHashes: Data?
@@ -112,6 +115,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                 return metadata
             }
             openedHashes = try PostgreSQLStoreType.mapping(location) { try Self.hashesRow(connection, location) }
+            unicode = try PostgreSQLStoreType.mapping(location) { try connection.query("SHOW server_encoding").text(0, 0) == "UTF8" }
         } catch {
             connection.close()
             throw error
@@ -135,6 +139,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         isReadOnly = true
         historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
+        unicode = store.unicode
         deferredDurability = false
         streamsCopies = false
         let location = store.location
@@ -144,7 +149,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                 try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 // The transaction's snapshot is taken by its first query: now.
                 try connection.query("SELECT 1 FROM \(location.qualified(PostgreSQLLayout.metadataTable)) LIMIT 1")
-                let view = PostgreSQLView(connection: connection, layout: store.layout, location: store.location)
+                let view = PostgreSQLView(connection: connection, layout: store.layout, location: store.location, unicode: store.unicode)
                 var keys: [String: Int64] = [:]
                 for entity in store.model.entityDescriptions where entity.parent == nil {
                     keys[entity.name] = try view.lastKey(entity.name, locking: false)
@@ -246,7 +251,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// streams (``streamsCopies``).
     private func stream(_ batch: RecordBatch) throws {
         try withConnection { connection in
-            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             try PostgreSQLStoreType.mapping(location) {
                 let statement = try view.copyStatement(batch)
                 if state.withLock({ $0.pendingCopy?.statement }) != statement { try finishCopy(connection) }
@@ -292,7 +297,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }) else { return }
         do {
             try connection.endCopy()
-            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
             try connection.execute("COMMIT")
         } catch {
@@ -426,7 +431,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// Runs `body` in one read-only `REPEATABLE READ` transaction (a snapshot's own, for a snapshot).
     func read<T>(_ body: (PostgreSQLView) throws -> T) throws -> T {
         try withConnection { connection in
-            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             return try PostgreSQLStoreType.mapping(location) {
                 try finishCopy(connection)
                 if isSnapshot { return try body(view) }
@@ -443,7 +448,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             throw StoreError(.readOnly, isSnapshot ? "a snapshot is read-only" : "the store was opened read-only", url: location.url)
         }
         return try withConnection { connection in
-            let view = PostgreSQLView(connection: connection, layout: layout, location: location)
+            let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             return try PostgreSQLStoreType.mapping(location) {
                 try finishCopy(connection)
                 return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {

@@ -15,6 +15,16 @@ struct PostgreSQLView: RowSource {
     /// Whether a save rewrites (in place, unchanged) the rows it puts as they were: true but for a
     /// store filled in one go, which no other process writes.
     var touchesKeptRows = true
+    /// Whether the server's text is UTF-8, so that SQL can compare strings as the evaluator does
+    /// (``PostgreSQLView/unicodeText(_:)``); otherwise string predicates and sorts stay in Swift.
+    let unicode: Bool
+
+    init(connection: PGConnection, layout: PostgreSQLLayout, location: PostgreSQLLocation, unicode: Bool) {
+        self.connection = connection
+        self.layout = layout
+        self.location = location
+        self.unicode = unicode
+    }
 
     /// Rows of one transaction by key; nil for a key known to have no row. Emptied when the
     /// transaction writes.
@@ -652,12 +662,14 @@ extension PostgreSQLView {
         let fits: Bool
         switch (type, constant) {
         case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer): fits = true
-        case (.string, .string), (.boolean, .boolean), (.uuid, .uuid): fits = c.op == .equal || c.op == .notEqual
+        case (.boolean, .boolean), (.uuid, .uuid): fits = c.op == .equal || c.op == .notEqual
+        case (.string, .string): fits = unicode && (c.op == .equal || c.op == .notEqual)
         default: fits = false
         }
         guard fits, let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
         parameters.append(PostgreSQLValues.parameter(constant))
-        let comparison = "\(column) \(sqlOperator) $\(parameters.count)"
+        let comparison = type == .string ? Self.unicodeComparison(column, sqlOperator, parameters.count)
+            : "\(column) \(sqlOperator) $\(parameters.count)"
         return c.op == .equal ? comparison : "(\(column) IS NULL OR \(comparison))"
     }
 }
@@ -678,8 +690,10 @@ extension PostgreSQLView {
 
     /// The SELECT of ``fetchedKeys(_:model:)``, or nil when the request is not all SQL's.
     private func pageQuery(_ request: FetchRequest, model: ManagedObjectModel) throws -> (String, [PGParameter?])? {
-        guard let (from, selected) = try exactSelection(request, model: model),
-              let order = try exactOrder(request.sortDescriptors, model: model, request: request) else { return nil }
+        var orderedText: Set<String> = []
+        guard let (from, selected) = try exactSelection(request, model: model, orderedText: &orderedText),
+              let order = try exactOrder(request.sortDescriptors, model: model, request: request, orderedText: &orderedText),
+              try !holdsMarkedText(orderedText, from, selected) else { return nil }
         var parameters = selected
         var sql = "SELECT entity, pk \(from) ORDER BY \((order + ["pk"]).joined(separator: ", "))"
         if let limit = request.fetchLimit {
@@ -695,22 +709,36 @@ extension PostgreSQLView {
 
     /// `count(*)` of the selection, the window applied in Swift.
     func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? {
-        guard let (from, parameters) = try exactSelection(request, model: model) else { return nil }
+        var orderedText: Set<String> = []
+        guard let (from, parameters) = try exactSelection(request, model: model, orderedText: &orderedText),
+              try !holdsMarkedText(orderedText, from, parameters) else { return nil }
         let rows = try connection.query("SELECT count(*) \(from)", parameters)
         let total = Int(rows.int64(0, 0) ?? 0)
         return min(max(0, total - max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
     }
 
+    /// Whether a text column the request orders by, or compares by order, holds a string stored
+    /// marked (one with U+0000 or U+FFFF, ``PostgreSQLValues/escape(_:)``) among the selected rows:
+    /// its bytes are not the string's, so such a request is answered in Swift.
+    private func holdsMarkedText(_ columns: Set<String>, _ from: String, _ parameters: [PGParameter?]) throws -> Bool {
+        guard !columns.isEmpty else { return false }
+        let marker = "$\(parameters.count + 1)"
+        let marked = columns.sorted().map { "left(\($0), 1) = \(marker)" }.joined(separator: " OR ")
+        let rows = try connection.query("SELECT EXISTS (SELECT 1 \(from) AND (\(marked)))", parameters + [.text(PostgreSQLValues.markedPrefix)])
+        return rows.text(0, 0) == "t"
+    }
+
     /// `FROM … WHERE …` selecting exactly the objects the request's entity (and sub-entities) and
-    /// predicate give, or nil when the predicate has a part SQL does not answer exactly.
-    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel) throws -> (String, [PGParameter?])? {
+    /// predicate give, or nil when the predicate has a part SQL does not answer exactly; the text
+    /// columns it compares by order are added to `orderedText`.
+    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel, orderedText: inout Set<String>) throws -> (String, [PGParameter?])? {
         guard let entity = model.entity(named: request.entityName) else { return nil }
         let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
         guard !kinds.isEmpty, let columns = layout.entities[entity.name], let resolve = try sharedColumns(entity, kinds) else { return nil }
         var parameters: [PGParameter?] = kinds.map { .text($0) }
         var conditions = ["entity IN (" + kinds.indices.map { "$\($0 + 1)" }.joined(separator: ", ") + ")"]
         if let predicate = request.predicate {
-            guard let condition = exactCondition(predicate, resolve, &parameters) else { return nil }
+            guard let condition = exactCondition(predicate, resolve, &parameters, &orderedText) else { return nil }
             conditions.append(condition)
         }
         return ("FROM \(location.qualified(columns.table)) WHERE " + conditions.joined(separator: " AND "), parameters)
@@ -733,23 +761,23 @@ extension PostgreSQLView {
     /// A predicate as a two-valued SQL condition that holds exactly where the evaluator says true,
     /// or nil. Translated: `AND`, `OR`, `NOT`, constants, and comparisons of an attribute with a
     /// constant of its kind, without options or quantifiers: integers and Booleans (`==`, `!=`; and
-    /// for integers `<`, `<=`, `>`, `>=`), doubles and dates by order (a NaN compares false), and
-    /// nil tests. A missing value is unequal to every constant and fails every order comparison.
+    /// for integers `<`, `<=`, `>`, `>=`), strings (all six, as ``unicodeComparison(_:_:_:)`` compares them),
+    /// doubles and dates by order (a NaN compares false), and nil tests. A missing value is unequal to every constant and fails every order comparison.
     private func exactCondition(_ predicate: ObjectPredicate, _ resolve: (String) -> (column: String, type: AttributeType)?,
-                                _ parameters: inout [PGParameter?]) -> String? {
+                                _ parameters: inout [PGParameter?], _ orderedText: inout Set<String>) -> String? {
         switch predicate {
         case .constant(let value): return value ? "TRUE" : "FALSE"
         case .and(let parts), .or(let parts):
             guard !parts.isEmpty else { if case .and = predicate { return "TRUE" } else { return "FALSE" } }
             var translated: [String] = []
             for part in parts {
-                guard let condition = exactCondition(part, resolve, &parameters) else { return nil }
+                guard let condition = exactCondition(part, resolve, &parameters, &orderedText) else { return nil }
                 translated.append(condition)
             }
             if case .and = predicate { return "(" + translated.joined(separator: " AND ") + ")" }
             return "(" + translated.joined(separator: " OR ") + ")"
         case .not(let part):
-            return exactCondition(part, resolve, &parameters).map { "(NOT \($0))" }
+            return exactCondition(part, resolve, &parameters, &orderedText).map { "(NOT \($0))" }
         case .comparison(let c):
             guard c.quantifier == .direct, c.options.isEmpty, case .keyPath(let name) = c.lhs, case .constant(let constant) = c.rhs,
                   let (column, type) = resolve(name) else { return nil }
@@ -767,11 +795,15 @@ extension PostgreSQLView {
             case (.double, .double), (.float, .double), (.date, .date):
                 // (A NaN constant never gets here: the predicate check refuses it before any fetch.)
                 guard ordering else { return nil }
+            case (.string, .string):
+                guard unicode else { return nil }
+                if ordering { orderedText.insert(column) }
             default: return nil
             }
             guard let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
             parameters.append(PostgreSQLValues.parameter(constant))
-            let comparison = "\(column) \(sqlOperator) $\(parameters.count)"
+            let comparison = type == .string ? Self.unicodeComparison(column, sqlOperator, parameters.count)
+                : "\(column) \(sqlOperator) $\(parameters.count)"
             if c.op == .notEqual { return "(\(column) IS NULL OR \(comparison))" }
             let number = type == .double || type == .float || type == .date
             return "(\(column) IS NOT NULL" + (number ? " AND \(column) <> 'NaN'" : "") + " AND \(comparison))"
@@ -779,9 +811,10 @@ extension PostgreSQLView {
     }
 
     /// ORDER BY terms giving ``ValueOrdering/total(_:_:)``'s order for each descriptor (a missing
-    /// value first, a NaN before other numbers, strings by their UTF-8 bytes), or nil when a key
-    /// is not an attribute of a kind SQL orders exactly.
-    private func exactOrder(_ descriptors: [ObjectSortDescriptor], model: ManagedObjectModel, request: FetchRequest) throws -> [String]? {
+    /// value first, a NaN before other numbers, strings by their UTF-8 bytes), or nil when a key is
+    /// not an attribute of a kind SQL orders exactly.
+    private func exactOrder(_ descriptors: [ObjectSortDescriptor], model: ManagedObjectModel, request: FetchRequest,
+                            orderedText: inout Set<String>) throws -> [String]? {
         guard let entity = model.entity(named: request.entityName) else { return nil }
         let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
         guard let resolve = try sharedColumns(entity, kinds) else { return nil }
@@ -796,10 +829,34 @@ extension PostgreSQLView {
             case .double, .float, .date:
                 terms.append("(\(column) = 'NaN') \(down)")
                 terms.append("\(column) \(up)")
+            case .string where unicode:
+                // By their bytes as stored (the evaluator's order wherever it is one: two spellings
+                // of one text, NFC and NFD, are equal to it, yet sort by their bytes against others).
+                terms.append("\(column) COLLATE \"C\" \(up)")
+                orderedText.insert(column)
             default:
                 return nil
             }
         }
         return terms
+    }
+
+    /// A text column in its NFC form: canonically equivalent strings (Swift's `==`: é precomposed
+    /// and decomposed, K and the Kelvin sign) are the same text in it. ASCII is its own NFC form, so
+    /// only other text pays for `normalize`.
+    static func unicodeText(_ column: String) -> String {
+        "(CASE WHEN octet_length(\(column)) = length(\(column)) THEN \(column) ELSE normalize(\(column), NFC) END) COLLATE \"C\""
+    }
+
+    /// `column operator $parameter` for text exactly as the evaluator compares strings: `==` and
+    /// `!=` by canonical equivalence (Swift's `==`), `<`, `<=`, `>`, `>=` by UTF-8 bytes as stored
+    /// (`COLLATE "C"`).
+    static func unicodeComparison(_ column: String, _ sqlOperator: String, _ parameter: Int) -> String {
+        let equivalent = "\(unicodeText(column)) = normalize($\(parameter)::text, NFC) COLLATE \"C\""
+        switch sqlOperator {
+        case "=": return equivalent
+        case "<>": return "NOT (\(equivalent))"
+        default: return "\(column) COLLATE \"C\" \(sqlOperator) $\(parameter)::text COLLATE \"C\""
+        }
     }
 }

@@ -29,7 +29,9 @@ struct PostgreSQLPagedFetchTests {
             return .double([0.0, -0.0, 1.5, -2, .nan, .infinity, -.infinity, 3][Int.random(in: 0..<8, using: &random)])
         case .date: return .date(Date(timeIntervalSinceReferenceDate: [0, -1e9, 5e8, .nan, 1][Int.random(in: 0..<5, using: &random)]))
         case .boolean: return .boolean(Bool.random(using: &random))
-        default: return .string(["a", "B", "é", "e\u{301}", ""][Int.random(in: 0..<5, using: &random)])
+        // Canonically equivalent spellings (é precomposed and decomposed, K and the Kelvin sign), case,
+        // and text that is no ASCII at all.
+        default: return .string(["a", "B", "é", "e\u{301}", "", "K", "\u{212A}", "Zoë", "Zoe\u{308}", "日本"][Int.random(in: 0..<10, using: &random)])
         }
     }
 
@@ -48,7 +50,7 @@ struct PostgreSQLPagedFetchTests {
         return subjects.dropFirst(request.fetchOffset).prefix(request.fetchLimit ?? .max).map(\.record.key)
     }
 
-    @Test("300 random requests over 400 objects: the SQL answer is the evaluator's, and the plan shows one SELECT with the window")
+    @Test("300 random requests over 400 objects: the SQL answer is the evaluator's (strings compared and sorted too, canonically equivalent spellings equal), and the plan shows one SELECT with the window")
     func randomRequests() throws {
         let url = try PostgreSQLTestServer.location()
         defer { try? PostgreSQLStoreType().destroy(at: url) }
@@ -69,7 +71,8 @@ struct PostgreSQLPagedFetchTests {
         try store.bulkInsert(records)
         let comparisons: [(String, [Comparison.Operator])] = [("n", [.equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual]),
                                                               ("ok", [.equal, .notEqual]), ("x", [.lessThan, .greaterThanOrEqual]),
-                                                              ("at", [.greaterThan, .lessThanOrEqual])]
+                                                              ("at", [.greaterThan, .lessThanOrEqual]),
+                                                              ("label", [.equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual])]
         func predicate(_ depth: Int) -> ObjectPredicate {
             switch Int.random(in: 0..<(depth > 1 ? 1 : 5), using: &random) {
             case 1: return .and([predicate(depth + 1), predicate(depth + 1)])
@@ -77,7 +80,7 @@ struct PostgreSQLPagedFetchTests {
             case 3: return .not(predicate(depth + 1))
             default:
                 let (name, operators) = comparisons.randomElement(using: &random)!
-                let type: AttributeType = name == "n" ? .integer64 : name == "ok" ? .boolean : name == "x" ? .double : .date
+                let type: AttributeType = name == "n" ? .integer64 : name == "ok" ? .boolean : name == "x" ? .double : name == "label" ? .string : .date
                 var constant = Self.value(type, &random)
                 // A NaN is no constant a predicate takes (the evaluator refuses it).
                 if case .date(let d)? = constant, d.timeIntervalSinceReferenceDate.isNaN { constant = .date(Date(timeIntervalSinceReferenceDate: 7)) }
@@ -88,6 +91,8 @@ struct PostgreSQLPagedFetchTests {
         var inSQL = 0
         for _ in 0..<300 {
             let sorts = (0..<Int.random(in: 0...2, using: &random)).map { _ in
+                // Strings are compared here, and sorted by `sortedText`: the evaluator's sort of two spellings of one
+                // text (equal to it, yet each ordered by its bytes against others) is no order SQL can give.
                 ObjectSortDescriptor(["n", "x", "at", "ok"].randomElement(using: &random)!, ascending: Bool.random(using: &random))
             }
             let request = FetchRequest(entity: Bool.random(using: &random) ? "Reading" : "Alarm",
@@ -101,5 +106,29 @@ struct PostgreSQLPagedFetchTests {
             if request.fetchLimit != nil && plan.contains("Limit") { inSQL += 1 }
         }
         #expect(inSQL > 50, "requests with a limit were answered in SQL: \(inSQL)")
+    }
+
+    @Test("strings sort in SQL by their bytes, as the evaluator sorts them, missing values first; a page of them is one SELECT")
+    func sortedText() throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let store = try PostgreSQLStoreType().open(at: url, model: Self.model, options: StoreOptions())
+        defer { try? store.close() }
+        let labels: [String?] = ["b", "B", "é", "Zoë", nil, "", "日本", "a", "e", "z", "É", "😀", "b"]
+        _ = try store.allocatePrimaryKeys(entity: "Reading", count: labels.count)
+        try store.bulkInsert(labels.enumerated().map { i, label in
+            ObjectRecord(key: ObjectKey("Reading", Int64(i + 1)), attributes: label.map { ["label": .string($0)] } ?? [:])
+        })
+        for ascending in [true, false] {
+            for limit in [nil, 5] {
+                let request = FetchRequest(entity: "Reading", predicate: .compare("label", .greaterThanOrEqual, .string("B")),
+                                           sortDescriptors: [ObjectSortDescriptor("label", ascending: ascending)], fetchLimit: limit)
+                #expect(try store.fetch(request).map(\.key) == Self.expected(request, in: store))
+                // The page is the server's: its plan has the LIMIT.
+                if limit != nil { #expect(try (store as! PostgreSQLStore).queryPlan(request).joined(separator: "\n").contains("Limit")) }
+                let whole = FetchRequest(entity: "Reading", sortDescriptors: [ObjectSortDescriptor("label", ascending: ascending)], fetchLimit: limit)
+                #expect(try store.fetch(whole).map(\.key) == Self.expected(whole, in: store))
+            }
+        }
     }
 }
