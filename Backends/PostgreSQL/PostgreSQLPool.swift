@@ -4,8 +4,9 @@ import ObjectStore
 /// The connections of one store: each call takes one for itself, so several contexts and tasks
 /// read and save at once, each in its own transaction on the server. Connections are opened as
 /// calls need them, up to ``limit`` (the URL's `pool=`, 8 by default), and kept for the next call;
-/// a call that finds every one busy waits for one. A connection a failure left unusable (the
-/// server gone, a transaction it could not end) is closed, not handed out again.
+/// a call that finds every one busy waits for one, as it does when the server refuses another
+/// connection (its `max_connections`, the role's limit). A connection a failure left unusable (the
+/// server gone) is closed, not handed out again.
 final class PGConnectionPool: @unchecked Sendable {
     /// At most this many connections.
     let limit: Int
@@ -16,6 +17,9 @@ final class PGConnectionPool: @unchecked Sendable {
     private var idle: [PGConnection]
     private var opened: Int
     private var closed = false
+    /// The server refused a connection while the store had others: calls wait for those, until one
+    /// of them is dropped.
+    private var serverFull = false
 
     /// A pool holding `first`, opening others with `open` (each set up as `first` was).
     init(first: PGConnection, limit: Int, open: @escaping () throws -> PGConnection) {
@@ -44,7 +48,7 @@ final class PGConnectionPool: @unchecked Sendable {
                 condition.unlock()
                 return connection
             }
-            if opened < limit {
+            if opened < limit && !serverFull {
                 opened += 1
                 condition.unlock()
                 do {
@@ -52,9 +56,15 @@ final class PGConnectionPool: @unchecked Sendable {
                 } catch {
                     condition.lock()
                     opened -= 1
-                    condition.signal()
-                    condition.unlock()
-                    throw error
+                    // A server that takes no more connections (its or the role's limit) is waited
+                    // out on the connections the store has; with none, the call fails.
+                    guard opened > 0 else {
+                        condition.signal()
+                        condition.unlock()
+                        throw error
+                    }
+                    serverFull = true
+                    continue
                 }
             }
             condition.wait()
@@ -66,6 +76,7 @@ final class PGConnectionPool: @unchecked Sendable {
         defer { condition.unlock() }
         if closed || !connection.isUsable {
             opened -= 1
+            serverFull = false
             connection.close()
         } else {
             idle.append(connection)
@@ -73,25 +84,27 @@ final class PGConnectionPool: @unchecked Sendable {
         condition.signal()
     }
 
-    /// Closes the pool: `last` runs on one of its connections first (the store's closing work),
-    /// then every connection is closed (one still busy, when its call gives it back).
-    /// - Returns: what `last` returns, or nil when the pool was closed already.
-    func close<T>(_ last: (PGConnection) -> T) -> T? {
+    /// Closes the pool once no call is using a connection: `last` runs on one of them first (the
+    /// store's closing work; on a new one when none is open), then every connection is closed.
+    /// Calls made from then on throw. Nil when the pool was closed already.
+    func close<T>(_ last: (PGConnection) throws -> T) throws -> T? {
         condition.lock()
+        // Calls still running finish first: what they write is before the close.
+        while !closed && idle.count < opened { condition.wait() }
         guard !closed else {
             condition.unlock()
             return nil
         }
-        // Waits for a connection to come back, unless none is open at all.
-        while idle.isEmpty && opened > 0 { condition.wait() }
         closed = true
         let connections = idle
         idle = []
-        opened -= connections.count
+        opened = 0
         condition.broadcast()
         condition.unlock()
         defer { for connection in connections { connection.close() } }
-        guard let first = connections.first else { return nil }
-        return last(first)
+        if let first = connections.first { return try last(first) }
+        let connection = try open()
+        defer { connection.close() }
+        return try last(connection)
     }
 }

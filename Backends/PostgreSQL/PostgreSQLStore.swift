@@ -337,17 +337,37 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
     }
 
+    /// One transaction; run again, from a new snapshot, when the server found it colliding with
+    /// another (a serialization failure or a deadlock: two of this process's threads completing
+    /// one parent, say) and every object it updates or deletes names the version it expects. The
+    /// run again checks those versions anew: a real conflict is still one, reported as such, and
+    /// only collisions over rows the save merely rewrites in place (inverse sides it completes)
+    /// are waited out. At most ``saveAttempts`` runs.
     private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
-        try write { view in
-            var view = view
-            view.touchesKeptRows = !deferredDurability
-            try view.prefetch(Self.keysRead(by: changes, model: model, checkingReferences: checkingReferences))
-            try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
-            try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
-            try appendHistory(historyPolicy.record(for: changes), view)
+        let versioned = changes.updated.allSatisfy { $0.expectedVersion != nil } && changes.deleted.allSatisfy { $0.expectedVersion != nil }
+        var attempt = 1
+        while true {
+            do {
+                return try write { view in
+                    var view = view
+                    view.touchesKeptRows = !deferredDurability
+                    try view.prefetch(Self.keysRead(by: changes, model: model, checkingReferences: checkingReferences))
+                    try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
+                    let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
+                    try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
+                    try appendHistory(historyPolicy.record(for: changes), view)
+                }
+            } catch let error as StoreError where versioned && attempt < Self.saveAttempts && error.code == .conflict
+                        && ["40001", "40P01"].contains((error.cause as? PostgreSQLError)?.sqlState) {
+                attempt += 1
+                // A few milliseconds, more each time, so colliding saves do not meet again at once.
+                usleep(UInt32.random(in: 1_000...(4_000 * UInt32(attempt))))
+            }
         }
     }
+
+    /// How many times a save that collided with another transaction is run at most.
+    static let saveAttempts = 8
 
     /// The objects a save of `changes` reads to check and complete it: those it updates or deletes,
     /// each inserted key in every entity of its hierarchy (a key in use), and every target it
@@ -400,7 +420,19 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// commits first; a table a bulk load filled gets the planner's statistics; a store durable
     /// at close is made durable.
     public func close() throws {
-        let closing = pool.close { connection -> Result<Void, any Error> in
+        let closing: Result<Void, any Error>?
+        do {
+            closing = try closeConnections()
+        } catch where isSnapshot {
+            // A snapshot whose connection is gone has no transaction left to end.
+            return
+        }
+        try closing?.get()
+    }
+
+    /// The closing work of ``close()`` on one of the pool's connections, and the pool closed.
+    private func closeConnections() throws -> Result<Void, any Error>? {
+        try pool.close { connection -> Result<Void, any Error> in
             // A copy still open commits now, or the close says why it could not.
             let copying = Result { try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } }
             if isSnapshot { try? connection.execute("COMMIT") }
@@ -423,7 +455,6 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                 }
             }
         }
-        try closing?.get()
     }
 
     // MARK: Transactions

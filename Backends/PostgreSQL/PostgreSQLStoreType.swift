@@ -99,7 +99,7 @@ public struct PostgreSQLStoreType: StoreType {
                 try Self.lock(connection, to)
                 guard try Self.exists(connection, from) else { throw StoreError(.notFound, "no PostgreSQL store to move", url: source) }
                 if !replacing, try Self.exists(connection, to) {
-                    throw StoreError(.alreadyExists, "a store was made here while this one was being filled; it is kept (use --force to replace it)",
+                    throw StoreError(.alreadyExists, "a store was made here while this one was being filled; it is kept, and this one was not put in its place",
                                      url: destination)
                 }
                 try Self.dropRelations(connection, to)

@@ -147,8 +147,9 @@ struct PostgreSQLView: RowSource {
             let members = try members(ofEach: existing, entity: entity, storage, existingIn: targets)
             for pk in existing {
                 let list = members[pk] ?? OrderedMembers(keys: [], orderKeys: [])
-                // An unordered side keeps no order keys: its members are numbered 1, 2, 3…
-                found[ObjectKey(entity, pk)] = relationship.isOrdered ? list : OrderedMembers(list.keys)
+                // An unordered side keeps no order keys: its members, in key order as `relatedKeys` gives
+                // them, are numbered 1, 2, 3…
+                found[ObjectKey(entity, pk)] = relationship.isOrdered ? list : OrderedMembers(list.keys.sorted())
             }
         }
         return keys.map { found[$0] ?? OrderedMembers(keys: [], orderKeys: []) }

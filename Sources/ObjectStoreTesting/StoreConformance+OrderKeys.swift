@@ -78,6 +78,9 @@ extension StoreConformance {
         for (keys, name) in [([other, list, missing], "tracks"), ([jazz, rock, ObjectKey("Tag", 1 << 40)], "tracks"), ([t2, t3], "tags")] {
             #expect(try store.orderedMembers(of: keys, relationship: name) == keys.map { try store.orderedMembers(of: $0, relationship: name) },
                     "\(keys).\(name)")
+            // Its members are what `relatedKeys` gives, in its order (key order for an unordered side).
+            let existing = try keys.filter { try store.record(for: $0) != nil }
+            #expect(try store.orderedMembers(of: existing, relationship: name).map(\.keys) == existing.map { try store.relatedKeys(of: $0, relationship: name) })
         }
         #expect(try store.orderedMembers(of: [rock], relationship: "tracks") == [OrderedMembers([t2])])
     }

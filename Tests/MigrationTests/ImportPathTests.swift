@@ -234,18 +234,23 @@ struct ImportPathTests {
             (#"{"Book": [{"_id": "b", "title": "x"}], }"#, "does not parse"),
           ])
     func declinedDocuments(document: String, message: String) throws {
-        for backend in [SQLiteStore.typeName, "memory"] {
+        for backend in Backends.all {
             let workspace = try Workspace()
-            for path in [Path.newStore, .oneSave] {
+            for path in [Path.newStore, .oneSave, .records] {
                 let url = workspace.location("bad-\(path.rawValue)", backend)
                 let store = try Backends.type(backend).open(at: url, model: Self.model, options: StoreOptions())
                 defer { try? store.close() }
+                let files = try workspace.snapshot()
                 let error = try #require(throws: StoreError.self) {
                     try JSONInterchange.importDocument(Data(document.utf8), into: store, file: "bad.json",
-                                                       options: .init(fillsNewStore: path == .newStore))
+                                                       options: .init(linksExisting: path == .records, fillsNewStore: path == .newStore))
                 }
-                #expect(error.message.contains(message), "\(error.message)")
+                #expect(error.message.contains(message), "\(backend), \(path): \(error.message)")
+                // Nothing written, not even a key counter (the atomic store would rewrite its file for one).
                 #expect(try store.count(FetchRequest(entity: "Publication")) == 0)
+                for root in ["Publication", "Author", "Tag"] { #expect(try store.lastAllocatedKey(entity: root) == 0, "\(backend), \(path), \(root)") }
+                if backend == "atomic" { #expect(try workspace.snapshot() == files) }
+                #expect(!error.description.contains("/0 "), "an object without a key is named by its entity: \(error.description)")
             }
         }
     }

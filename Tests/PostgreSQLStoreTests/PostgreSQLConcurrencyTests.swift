@@ -197,6 +197,23 @@ struct PostgreSQLConcurrencyTests {
         for person in try store.fetch(FetchRequest(entity: "Person")) {
             #expect(try store.relatedKeys(of: person.key, relationship: "pets").count == 1)
         }
+        // Eight threads giving one person new pets at once: each save completes her side, and they
+        // collide on her row on the server; the store runs such a save again, so none fails.
+        let owner = ObjectKey("Person", 1)
+        DispatchQueue.concurrentPerform(iterations: 8) { client in
+            do {
+                for save in 0..<5 {
+                    let pet = ObjectKey("Pet", try store.allocatePrimaryKeys(entity: "Pet", count: 1).lowerBound)
+                    var record = ObjectRecord(key: pet, attributes: ["name": .string("shared \(client).\(save)")])
+                    record.toOne["owner"] = owner
+                    try store.save(ChangeSet(inserted: [record]))
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(try store.relatedKeys(of: owner, relationship: "pets").count == 41)
         try store.close()
         let error = try #require(throws: StoreError.self) { try store.count(FetchRequest(entity: "Person")) }
         #expect(error.code == .closed)

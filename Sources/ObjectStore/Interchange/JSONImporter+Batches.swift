@@ -19,6 +19,9 @@ struct BatchImporter {
     /// The objects of one entity (one member of the top level), in document order.
     struct Part {
         let entity: EntityDescription
+        /// The entity's name as the document spells it (parts are in the order of those bytes, as
+        /// the record path takes them).
+        var name = ""
         var batch: RecordBatch
         var ids: [String] = []
         /// Per stored relationship (in `entity.storedRelationships` order), the lists of its objects.
@@ -56,7 +59,7 @@ struct BatchImporter {
         } catch is JSONValue.SyntaxError {
             throw Declined()
         }
-        parts.sort { $0.entity.name.utf8.lexicographicallyPrecedes($1.entity.name.utf8) }
+        parts.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         var byID: [String: Int32] = [:]
         var owner: [(part: Int32, row: Int32)] = []
         for p in parts.indices {
@@ -79,7 +82,7 @@ struct BatchImporter {
         scanner.skipSpace()
         try Self.expect("{", &scanner)
         var seen: Set<String> = []
-        var arrays: [(entity: EntityDescription, bounds: Range<Int>)] = []
+        var arrays: [(entity: EntityDescription, name: String, bounds: Range<Int>)] = []
         if try !closes("}", &scanner) {
             repeat {
                 let name = try key(&scanner)
@@ -87,7 +90,7 @@ struct BatchImporter {
                 scanner.skipSpace()
                 let start = scanner.index
                 try Self.skipValue(&scanner)
-                arrays.append((entity, start..<scanner.index))
+                arrays.append((entity, name, start..<scanner.index))
             } while try next("}", &scanner)
         }
         scanner.skipSpace()
@@ -96,6 +99,7 @@ struct BatchImporter {
         let (whole, reader, found) = (scanner, self, arrays)
         DispatchQueue.concurrentPerform(iterations: found.count) { i in
             var part = Part(entity: found[i].entity)
+            part.name = found[i].name
             var scanner = whole
             scanner.index = found[i].bounds.lowerBound
             do {

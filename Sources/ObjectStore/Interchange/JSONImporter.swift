@@ -150,11 +150,18 @@ struct Importer {
                 }
                 guard byID[id] == nil else { throw fail("_id \(String(reflecting: id)) appears twice") }
                 byID[id] = objects.count
-                objects.append(Object(entity: entity, id: id, json: json))
+                // No key yet: one is kept or allocated once the document is known to be right.
+                objects.append(Object(entity: entity, id: id, key: ObjectKey(entity.name, 0), json: json))
             }
         }
         for i in objects.indices { try readValues(i) }
         if options.upsert { try findUpdatedObjects() }
+        // Sides that disagree and broken rules are found before any key is allocated: a document
+        // refused for them leaves the store as it was, key counters included.
+        if objects.contains(where: { $0.updates == nil }) {
+            let checked = try buildRecords()
+            if !objects.contains(where: { $0.updates != nil }) { try validate(checked) }
+        }
         try assignKeys()
         let records = try buildRecords()
         var result = JSONInterchange.ImportResult()

@@ -85,10 +85,18 @@ public enum JSONInterchange {
             var firstObject = true
             let batches: AnySequence<Result<[ObjectRecord], any Error>> = page.map { page in AnySequence([.success(page[name] ?? [])]) }
                 ?? AnySequence(store.batches(of: name, size: options.batchSize))
+            let toMany = entity.storedRelationships.filter(\.isToMany).map(\.name)
             for batch in batches {
-                for record in try batch.get() {
-                    if page == nil, let predicate = options.predicate,
-                       try !PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: record, store: store)) { continue }
+                var records = try batch.get()
+                if page == nil, let predicate = options.predicate {
+                    records = try records.filter { try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: $0, store: store)) }
+                }
+                // Each to-many side of the batch's objects in one read (a statement per batch on a server, not per object).
+                var members: [String: [[ObjectKey]]] = [:]
+                for name in toMany where !records.isEmpty {
+                    members[name] = try store.orderedMembers(of: records.map(\.key), relationship: name).map(\.keys)
+                }
+                for (row, record) in records.enumerated() {
                     var entries: [(String, JSONText)] = [("_id", .string(id(record.key)))]
                     for attribute in entity.storedAttributes {
                         let value = record.attributes[attribute.name]
@@ -104,7 +112,7 @@ public enum JSONInterchange {
                     }
                     for relationship in entity.storedRelationships {
                         if relationship.isToMany {
-                            let keys = try store.relatedKeys(of: record.key, relationship: relationship.name)
+                            let keys = members[relationship.name]?[row] ?? []
                             entries.append((relationship.name, .array(keys.map { .string(id($0)) })))
                         } else {
                             entries.append((relationship.name, record.toOne[relationship.name].map { .string(id($0)) } ?? .null))

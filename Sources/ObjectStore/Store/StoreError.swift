@@ -147,5 +147,9 @@ public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
 
     /// `<Entity>/<pk> <property> <rule>: <message>` (the object's key; the store is named by
     /// whoever reports the failure, never a store's UUID, which may be a staging store's).
-    public var description: String { "\(objectID.key) \(property) \(rule.rawValue): \(message)" }
+    /// `Entity/pk property rule: message`; an object that has no key yet (primary key 0: one a
+    /// refused import would have made) is named by its entity alone.
+    public var description: String {
+        "\(objectID.key.primaryKey == 0 ? objectID.key.entity : objectID.key.description) \(property) \(rule.rawValue): \(message)"
+    }
 }

@@ -30,7 +30,7 @@ struct CreateCommand: ParsableCommand {
 /// `objectstore import <store> <data.json> [--model M] [--model-version V] [--type T]`.
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Import a JSON document into a store, in one save (creating the store with --model).")
+        commandName: "import", abstract: "Import a JSON document into a store, all of it or nothing (creating the store with --model).")
 
     @Argument(help: "The store.") var store: String
     @Argument(help: "The JSON document (see docs/json-format.md); - or /dev/stdin reads standard input.") var data: String
