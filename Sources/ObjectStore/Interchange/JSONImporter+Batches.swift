@@ -1,5 +1,6 @@
 import Foundation
 import ObjectModel
+import Synchronization
 
 /// The import of a document of new objects (no upsert, no links to the store's objects) read
 /// straight into batches, one per entity: no tree of the document, no dictionary per object.
@@ -95,7 +96,8 @@ struct BatchImporter {
         }
         scanner.skipSpace()
         guard scanner.index == scanner.bytes.count else { throw Declined() }
-        let read = Results(count: arrays.count)
+        // Each part in its place, read on several threads.
+        let read = Mutex<[Result<Part, any Error>?]>(Array(repeating: nil, count: arrays.count))
         let (whole, reader, found) = (scanner, self, arrays)
         DispatchQueue.concurrentPerform(iterations: found.count) { i in
             var part = Part(entity: found[i].entity)
@@ -105,25 +107,12 @@ struct BatchImporter {
             do {
                 try reader.readObjects(into: &part, &scanner)
                 guard scanner.index == found[i].bounds.upperBound else { throw Declined() }
-                read.set(i, .success(part))
+                read.withLock { $0[i] = .success(part) }
             } catch {
-                read.set(i, .failure(error))
+                read.withLock { $0[i] = .failure(error) }
             }
         }
-        parts = try read.all()
-    }
-
-    /// The parts read on several threads, each in its place.
-    private final class Results: @unchecked Sendable {
-        private let lock = NSLock()
-        private var results: [Result<Part, any Error>?]
-
-        init(count: Int) { results = Array(repeating: nil, count: count) }
-
-        func set(_ i: Int, _ result: Result<Part, any Error>) { lock.withLock { results[i] = result } }
-
-        /// Every part, or the first error.
-        func all() throws -> [Part] { try lock.withLock { try results.map { try $0!.get() } } }
+        parts = try read.withLock { results in try results.map { try $0!.get() } }
     }
 
     /// Steps over one value without reading it: strings by their quotes and escapes, arrays and
