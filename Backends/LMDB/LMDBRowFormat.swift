@@ -216,12 +216,28 @@ final class LMDBRowFormat: Sendable {
         }
     }
 
-    /// The bytes of a batch's row; to-many relationships are empty (a batch carries none).
+    /// The bytes of a batch's row, with the to-many lists the batch carries (others empty).
     func encode(row: Int, of batch: RecordBatch, format: LMDBEntityFormat, into writer: inout BinaryWriter) throws {
         writer.signed(Swift.max(1, batch.versions[row]))
         for slot in format.attributeSlots { writer.value(batch[row, attribute: slot]) }
         for slot in format.toOneSlots { try key(batch[row, toOne: slot], into: &writer) }
-        for _ in format.toMany { writer.varint(0) }
+        guard !batch.toMany.isEmpty else {
+            for _ in format.toMany { writer.varint(0) }
+            return
+        }
+        // The lists the batch carries, then the order keys of those not numbered 1, 2, 3…, as `encode(_:of:)` writes them.
+        let lists = format.toMany.map { batch.toMany[$0]?[row] }
+        for list in lists {
+            writer.varint(UInt64(list?.keys.count ?? 0))
+            for member in list?.keys ?? [] { try key(member, into: &writer) }
+        }
+        let ordered = lists.indices.filter { lists[$0].map { !OrderKeys.arePositions($0.orderKeys) } ?? false }
+        guard !ordered.isEmpty else { return }
+        writer.varint(UInt64(ordered.count))
+        for i in ordered {
+            writer.varint(UInt64(i))
+            for number in lists[i]!.orderKeys { writer.signed(number) }
+        }
     }
 
     private func read<T>(_ bytes: UnsafeRawBufferPointer, file: String, _ body: (inout BinaryReader) throws -> T) throws -> T {

@@ -15,7 +15,7 @@ import StoreToolkit
 /// (`docs/lmdb-format.md`). Every save is one write transaction; the map grows
 /// on demand when it is full (`StoreOptions.settings["map_size"]` sets the
 /// first size of a new store, in bytes; 64 MiB by default).
-public final class LMDBStore: PersistentStore, IntegrityChecking {
+public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInserting {
     /// The registered type name, `lmdb`.
     public static let typeName = "lmdb"
 
@@ -173,9 +173,9 @@ public final class LMDBStore: PersistentStore, IntegrityChecking {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 
-    /// An unchecked batch laid out by the store's own model is encoded slot by slot, in one
-    /// write transaction, appended where its keys follow the entity's last one; others take
-    /// the record path.
+    /// An unchecked batch laid out by the store's own model is encoded slot by slot, with the
+    /// to-many lists it carries (``WholeRowInserting``), in one write transaction, appended where
+    /// its keys follow the entity's last one; others take the record path.
     public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
         if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)

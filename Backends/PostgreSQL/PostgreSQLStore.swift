@@ -228,9 +228,11 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 
     /// An unchecked batch laid out by the store's own model, of an entity without uniqueness
-    /// constraints, goes in with one `COPY … FROM STDIN`; others take the record path.
+    /// constraints, carrying no to-many lists, goes in with one `COPY … FROM STDIN`; others take
+    /// the record path.
     public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
-        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.entity.uniquenessConstraints.isEmpty {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.entity.uniquenessConstraints.isEmpty
+            || !batch.toMany.isEmpty {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
         guard !batch.isEmpty else { return }

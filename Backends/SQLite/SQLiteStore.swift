@@ -310,11 +310,11 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
     }
 
-    /// An unchecked batch laid out by the store's own model is bound slot by slot, no record
-    /// built; any other goes through the record form (which checks and completes references,
-    /// and names what does not fit another model's layout).
+    /// An unchecked batch laid out by the store's own model, carrying no to-many lists, is bound
+    /// slot by slot, no record built; any other goes through the record form (which checks and
+    /// completes references, and names what does not fit another model's layout).
     public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
-        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity {
+        if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.toMany.isEmpty {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
         try write(recording: { historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))) }) { try $0.insert(batch) }

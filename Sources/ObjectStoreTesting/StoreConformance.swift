@@ -43,6 +43,7 @@ public struct StoreConformance: Sendable {
         case batchesMatchRecords
         case batchFetchAndSaveMatchRecords
         case batchInsertsCheckAndComplete
+        case batchesCarryingListsMatchRecords
         case reopen
         case readOnly
         case destroyAndReplace
@@ -109,6 +110,7 @@ public struct StoreConformance: Sendable {
         case .batchesMatchRecords: try batches(scope)
         case .batchFetchAndSaveMatchRecords: try batchForms(scope)
         case .batchInsertsCheckAndComplete: try batchInserts(scope)
+        case .batchesCarryingListsMatchRecords: try batchLists(scope)
         case .reopen: try reopen(scope)
         case .readOnly: try readOnly(scope)
         case .destroyAndReplace: try destroyAndReplace(scope)

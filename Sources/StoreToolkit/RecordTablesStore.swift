@@ -108,11 +108,11 @@ extension RecordTablesStore {
         }
     }
 
-    /// A batch laid out by the store's own model is checked and stored by slot
-    /// (``RecordTables/insert(_:model:checkingReferences:file:)``); one of another model instance
-    /// goes through the record form.
+    /// A batch laid out by the store's own model, carrying no to-many lists, is checked and stored
+    /// by slot (``RecordTables/insert(_:model:checkingReferences:file:)``); any other goes through
+    /// the record form.
     public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
-        guard model.entity(named: batch.entity.name) === batch.entity else {
+        guard model.entity(named: batch.entity.name) === batch.entity, batch.toMany.isEmpty else {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
         try writeTables { tables in

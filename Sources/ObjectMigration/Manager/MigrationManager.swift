@@ -227,8 +227,10 @@ public final class MigrationManager: Sendable {
     }
 
     /// Phase 1 of a compiled mapping: batches of source objects become batches of destination
-    /// objects. Returns the rules their attributes break.
-    private func createObjects(_ program: SlotProgram, _ context: MigrationContext) throws -> [ValidationFailure] {
+    /// objects; with `wholeRows`, each carrying its source objects' to-many lists (read one
+    /// statement per relationship per batch where the source can), so the objects are written
+    /// whole. Returns the rules their attributes break.
+    private func createObjects(_ program: SlotProgram, _ context: MigrationContext, wholeRows: Bool) throws -> [ValidationFailure] {
         let m = program.mapping
         var failures: [ValidationFailure] = []
         try step(m, .createObjects, nil) { try context.flush() }
@@ -241,8 +243,18 @@ public final class MigrationManager: Sendable {
             } catch let failure as SlotProgram.ObjectFailure {
                 made = try step(m, .createObjects, failure.source) { () -> RecordBatch in throw failure.error }
             }
+            var whole = made
+            if wholeRows {
+                // A copy as it is: the destination's relationships are the source's, members keep their keys.
+                let keys = (0..<batch.count).map(batch.key(at:))
+                for relationship in program.destination.storedRelationships where relationship.isToMany {
+                    whole.setToMany(relationship.name, try step(m, .createObjects, nil) {
+                        try context.sourceStore.orderedMembers(of: keys, relationship: relationship.name)
+                    })
+                }
+            }
             // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
-            try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
+            try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(whole, checkingReferences: false) }
             return (batch.count, batch.primaryKeys.last)
         }
         return failures
@@ -278,7 +290,8 @@ public final class MigrationManager: Sendable {
         for m in mappings { try step(m, .createObjects, nil) { try policy(m).beginEntityMapping(m, context: context) } }
         // Attribute rules broken by objects of compiled mappings, by destination entity: checked in phase 1.
         var attributeFailures: [String: [ValidationFailure]] = [:]
-        if let copied = try bulkCopy(mappings, context) {
+        let copiesAsIs = copiesEveryObjectAsIs(mappings, context)
+        if let copied = try bulkCopy(mappings, context, copiesAsIs: copiesAsIs) {
             // Phases 1 and 2 in one step; the objects are the source's, so only entities with
             // attribute rules need their attributes checked again.
             for m in mappings {
@@ -295,11 +308,15 @@ public final class MigrationManager: Sendable {
             }
             return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures, counts: copied)
         }
+        // Objects copied as they are into a store that keeps both sides in its rows are written
+        // whole in phase 1, each side as the source holds it: nothing is left for phase 2.
+        let wholeRows = copiesAsIs && destination is any WholeRowInserting
+        if wholeRows { logger.debug("whole rows: every object is written once, with its to-many lists; no phase 2") }
         // Phase 1: mappings that keep keys go first, then those that allocate new ones.
         for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
             if let program = SlotProgram(m, context: context) {
-                attributeFailures[program.destination.name, default: []] += try createObjects(program, context)
+                attributeFailures[program.destination.name, default: []] += try createObjects(program, context, wholeRows: wholeRows)
             } else {
                 try forEachSource(m, .createObjects, context) { record in
                     try policy.createDestinationInstances(for: record, mapping: m, context: context)
@@ -309,6 +326,14 @@ public final class MigrationManager: Sendable {
         }
         // Phase 2 (for mappings whose relationships were not all written with their objects, or are not
         // written from their other side).
+        if wholeRows {
+            for m in mappings {
+                guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { continue }
+                let total = try step(m, .createRelationships, nil) { try source.objectCount(exactly: entity) }
+                report(MigrationProgress(mapping: m.name, phase: .createRelationships, completed: total, total: total))
+            }
+            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+        }
         if let first = mappings.first {
             try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships,
                                                                      sharedManyToMany: (destination as? any ForeignKeyRelationships)?.sharesManyToManyTables ?? true) }
@@ -352,15 +377,21 @@ public final class MigrationManager: Sendable {
         }
     }
 
-    /// Phases 1 and 2 by the destination itself (``BulkCopying``), when every mapping moves
-    /// every object as it is and keeps its key, the models are one, and the destination can
-    /// copy from the source. Returns the objects copied per entity, or nil (nothing written).
-    private func bulkCopy(_ mappings: [EntityMapping], _ context: MigrationContext) throws -> [String: Int]? {
-        guard usesBulkCopy, let copier = context.destinationStore as? any BulkCopying,
-              sourceModel.versionHashes == destinationModel.versionHashes else { return nil }
+    /// Whether the mappings move every object of one model as it is, keeping its key: each
+    /// concrete entity mapped once, by a copy (a conversion, an identity migration).
+    private func copiesEveryObjectAsIs(_ mappings: [EntityMapping], _ context: MigrationContext) -> Bool {
+        guard sourceModel.versionHashes == destinationModel.versionHashes else { return false }
         let entities = sourceModel.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
-        guard Set(mappings.compactMap(\.sourceEntity)) == Set(entities), mappings.count == entities.count,
-              mappings.allSatisfy({ m in context.keepsKeys(m) && SlotProgram(m, context: context)?.copiesAsIs == true }),
+        return Set(mappings.compactMap(\.sourceEntity)) == Set(entities) && mappings.count == entities.count
+            && mappings.allSatisfy { m in context.keepsKeys(m) && SlotProgram(m, context: context)?.copiesAsIs == true }
+    }
+
+    /// Phases 1 and 2 by the destination itself (``BulkCopying``), when the mappings copy every
+    /// object as it is (`copiesAsIs`, ``copiesEveryObjectAsIs(_:_:)``) and the destination can copy
+    /// from the source. Returns the objects copied per entity, or nil (nothing written).
+    private func bulkCopy(_ mappings: [EntityMapping], _ context: MigrationContext, copiesAsIs: Bool) throws -> [String: Int]? {
+        let entities = sourceModel.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
+        guard usesBulkCopy, copiesAsIs, let copier = context.destinationStore as? any BulkCopying,
               copier.canCopyObjects(of: entities, from: context.sourceStore) else {
             logger.debug("bulk copy: not used (\(usesBulkCopy ? "the mapping changes objects, or the destination cannot copy from this source" : "turned off")); objects move in batches of \(batchSize)")
             return nil

@@ -23,6 +23,12 @@ public struct RecordBatch: Sendable {
     public private(set) var values: [Value?] = []
     /// To-one relationships, row after row, each row in slot order; nil is no object.
     public private(set) var toOne: [ObjectKey?] = []
+    /// The to-many relationships the batch carries, by name: each row's members, with their
+    /// order keys. None unless given with ``setToMany(_:_:)``: a conversion gives them when it
+    /// writes into a store that keeps both sides of a relationship in its rows
+    /// (``WholeRowInserting``), so each object is written once, whole. A batch with lists is
+    /// inserted as the records ``records`` gives (their ``ObjectRecord/toMany``) are.
+    public private(set) var toMany: [String: [OrderedMembers]] = [:]
 
     /// An empty batch of `entity`'s objects; `capacity` is a hint (room for at most 4,096
     /// rows is reserved, so a scan's limit can be passed as it is).
@@ -49,7 +55,15 @@ public struct RecordBatch: Sendable {
         versions.append(version)
         values.append(contentsOf: repeatElement(nil, count: layout.attributes.count))
         toOne.append(contentsOf: repeatElement(nil, count: layout.toOne.count))
+        for name in toMany.keys { toMany[name]!.append(OrderedMembers([])) }
         return primaryKeys.count - 1
+    }
+
+    /// Gives every row its members across the to-many relationship `name`: `lists[r]` for row `r`
+    /// (a stored to-many of the entity; ``checkInsertable(in:)`` checks the name and the members).
+    public mutating func setToMany(_ name: String, _ lists: [OrderedMembers]) {
+        precondition(lists.count == count, "one list per row")
+        toMany[name] = lists
     }
 
     /// Adds `count` objects (primary key 0, version 1, no values) and lets `body` fill them in
@@ -67,6 +81,7 @@ public struct RecordBatch: Sendable {
         versions.append(contentsOf: repeatElement(1, count: count))
         values.append(contentsOf: repeatElement(nil, count: count * width))
         toOne.append(contentsOf: repeatElement(nil, count: count * links))
+        for name in toMany.keys { toMany[name]!.append(contentsOf: repeatElement(OrderedMembers([]), count: count)) }
         try primaryKeys.withUnsafeMutableBufferPointer { keys in
             try versions.withUnsafeMutableBufferPointer { versions in
                 try values.withUnsafeMutableBufferPointer { values in
@@ -102,12 +117,16 @@ public struct RecordBatch: Sendable {
     /// The key of a row's object.
     public func key(at row: Int) -> ObjectKey { ObjectKey(entity.name, primaryKeys[row]) }
 
-    /// A row as a record (attributes and to-one relationships).
+    /// A row as a record (attributes, to-one relationships and the to-many lists the batch carries).
     public func record(at row: Int) -> ObjectRecord {
         var record = ObjectRecord(key: key(at: row), version: versions[row])
         let width = layout.attributes.count, links = layout.toOne.count
         for slot in 0..<width { if let value = values[row * width + slot] { record.attributes[layout.attributes[slot].name] = value } }
         for slot in 0..<links { if let target = toOne[row * links + slot] { record.toOne[layout.toOne[slot].name] = target } }
+        for (name, lists) in toMany {
+            record.toMany[name] = lists[row].keys
+            if !OrderKeys.arePositions(lists[row].orderKeys) { record.orderKeys[name] = lists[row].orderKeys }
+        }
         return record
     }
 
@@ -137,7 +156,8 @@ public struct RecordBatch: Sendable {
 
     /// Adds a record of exactly this entity.
     /// - Throws: ``StoreError/Code/invalidChange`` for another entity, a name that is no
-    ///   stored attribute or to-one relationship, or to-many relationships (a batch has none).
+    ///   stored attribute or to-one relationship, or to-many relationships (a batch takes them
+    ///   for all its rows at once, ``setToMany(_:_:)``).
     public mutating func append(_ record: ObjectRecord) throws {
         guard record.key.entity == entity.name else {
             throw StoreError(.invalidChange, "\(record.key) is not a \(entity.name) (a batch holds one entity, sub-entities apart)")
@@ -156,8 +176,10 @@ public struct RecordBatch: Sendable {
 
     /// Checks what every store checks before it inserts the batch without checking references
     /// (``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)``): the entity is
-    /// not abstract, keys are 1 or more, every value fits its attribute's type and every to-one
-    /// names an object of the relationship's destination (or a sub-entity of it) in `model`.
+    /// not abstract, keys are 1 or more, every value fits its attribute's type, every to-one and
+    /// every member of a to-many list names an object of the relationship's destination (or a
+    /// sub-entity of it) in `model`, and every list is of a stored to-many relationship, holds no
+    /// object twice and has one ascending order key per member (1, 2, 3… unless ordered).
     /// Keys already in use, and whether targets exist, are the store's to check.
     /// - Throws: ``StoreError/Code/invalidChange`` naming the object and property.
     public func checkInsertable(in model: ManagedObjectModel) throws {
@@ -182,6 +204,24 @@ public struct RecordBatch: Sendable {
                     fitting[slot].insert(target.entity)
                 }
                 lastFitting[slot] = target.entity
+            }
+        }
+        for (name, lists) in toMany {
+            guard let relationship = entity.storedRelationships.first(where: { $0.name == name }), relationship.isToMany else {
+                throw StoreError(.invalidChange, "\(entity.name) has no stored to-many relationship named \(name)")
+            }
+            var fitting: Set<String> = []
+            for (row, list) in lists.enumerated() {
+                if !OrderKeys.arePositions(list.orderKeys) {
+                    try OrderKeys.check(list.orderKeys, count: list.keys.count, owner: key(at: row), relationship: relationship)
+                }
+                if list.keys.count > 1, Set(list.keys).count != list.keys.count {
+                    throw StoreError(.invalidChange, "\(key(at: row)).\(name): an object appears twice")
+                }
+                for target in list.keys where !fitting.contains(target.entity) {
+                    try ContractRule.target(target, of: relationship, from: key(at: row), model: model)
+                    fitting.insert(target.entity)
+                }
             }
         }
     }

@@ -43,6 +43,15 @@ extension ForeignKeyRelationships {
     public var sharesManyToManyTables: Bool { true }
 }
 
+/// A store that keeps both sides of every relationship in its rows and writes the to-many lists
+/// a batch carries (``RecordBatch/toMany``) with the rows themselves, in the same pass (LMDB).
+///
+/// A conversion of one model into such a store (every mapping a copy that keeps keys) reads each
+/// batch with its lists and writes every object once, whole: it has no phase 2. Any store takes
+/// such batches (the default bulk insert hands their records over, lists included); this says
+/// that doing so costs no more than the rows alone.
+public protocol WholeRowInserting: PersistentStore {}
+
 /// A store that finds, where the data is, the objects that may break an entity's attribute
 /// rules (required, bounds, lengths): a migration's phase 3 then reads only those, and checks
 /// them exactly with ``ObjectValidator``, instead of reading every object (SQLite adopts it).
