@@ -225,10 +225,12 @@ final class LMDBEnvironment {
         }
     }
 
-    /// Releases the map's pages every 64 transactions (see ``releaseMapPages()``).
+    /// Releases the map's pages every 64 transactions, or after each one in an environment that
+    /// defers its syncs (a store being filled or copied: each transaction moves a batch, and
+    /// 64 of them are much of the file) (see ``releaseMapPages()``).
     private func countTransaction() {
         transactionsSinceRelease += 1
-        if transactionsSinceRelease >= 64 {
+        if transactionsSinceRelease >= (deferSync ? 1 : 64) {
             transactionsSinceRelease = 0
             releaseMapPages()
         }
@@ -296,21 +298,14 @@ final class LMDBSnapshotTransaction {
     let environment: LMDBEnvironment
     let transaction: LMDBTransaction
 
-    /// The map as it was when the transaction began: it cannot move while a read transaction
-    /// is open (liblmdb remaps only when this process has none).
-    private let region: (UnsafeMutableRawPointer, Int)?
-
+    /// `region` is the map as it was when the transaction began: it cannot move while a read
+    /// transaction is open (liblmdb remaps only when this process has none). The transaction
+    /// drops the pages it reads from the resident set as it goes (``LMDBTransaction/releasing``).
     fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi],
                      region: (UnsafeMutableRawPointer, Int)?) {
         self.environment = environment
-        self.region = region
         transaction = LMDBTransaction(handle: handle, environment: environment, databases: databases)
-    }
-
-    /// Drops the map's pages from the resident set (as ``LMDBEnvironment/releaseMapPages()``)
-    /// without touching the environment, which its store's lock guards.
-    func releaseMapPages() {
-        if let (base, size) = region { madvise(base, size, MADV_DONTNEED) }
+        transaction.releasing = region
     }
 
     deinit { mdb_txn_abort(transaction.handle) }
@@ -324,6 +319,22 @@ final class LMDBTransaction {
     fileprivate var opened: [(String, MDB_dbi)] = []
     /// The databases a snapshot took with it (it must not read the environment's, which its store changes).
     private let fixedDatabases: [String: MDB_dbi]?
+    /// The map, for a transaction that drops the pages it reads from the resident set as it goes
+    /// (a snapshot's: a conversion or an export reads the whole file through one). Every page a
+    /// read faults in is mapped with up to 15 neighbours (the kernel's fault-around), so a lookup
+    /// counts 16 pages and a step of a cursor one; past 1,024, the map's pages are released (as
+    /// ``LMDBEnvironment/releaseMapPages()``, without touching the environment, which its store's
+    /// lock guards).
+    var releasing: (base: UnsafeMutableRawPointer, size: Int)?
+    private var touched = 0
+
+    private func touch(_ pages: Int) {
+        guard let releasing else { return }
+        touched += pages
+        guard touched >= 1_024 else { return }
+        touched = 0
+        madvise(releasing.base, releasing.size, MADV_DONTNEED)
+    }
 
     init(handle: OpaquePointer, environment: LMDBEnvironment, databases: [String: MDB_dbi]? = nil) {
         self.handle = handle
@@ -357,6 +368,7 @@ final class LMDBTransaction {
             var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             return mdb_get(handle, dbi, &k, &v)
         }
+        touch(16)
         if rc == MDB_NOTFOUND { return try body(nil) }
         try LMDBEnvironment.check(rc, "cannot read from \(name)")
         return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
@@ -392,6 +404,7 @@ final class LMDBTransaction {
             var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             var v = MDB_val()
             let rc = mdb_get(handle, dbi, &k, &v)
+            touch(16)
             if rc == MDB_NOTFOUND { return false }
             try LMDBEnvironment.check(rc, "cannot read from \(name)")
             return true
@@ -462,6 +475,7 @@ final class LMDBTransaction {
         while rc == MDB_SUCCESS {
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             guard try body(key, try checked(name, key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))) else { return }
+            touch(1)
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try LMDBEnvironment.check(rc, "cannot walk \(name)") }

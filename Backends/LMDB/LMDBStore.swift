@@ -465,8 +465,6 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     /// The transaction. Not Sendable: only ever touched inside `lock`, one thread at a time
     /// (the environment is opened with MDB_NOTLS, so a read transaction may move between threads).
     nonisolated(unsafe) private var transaction: LMDBSnapshotTransaction?
-    /// Reads so far (the map's pages are released every 64); touched only inside `lock`.
-    nonisolated(unsafe) private var reads = 0
 
     init(of store: LMDBStore, transaction: LMDBSnapshotTransaction) {
         fileURL = store.fileURL
@@ -480,10 +478,6 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         try LMDBStoreType.mapping(fileURL) {
             try lock.withLock {
                 guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
-                defer {
-                    reads += 1
-                    if reads % 64 == 0 { transaction.releaseMapPages() }
-                }
                 return try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
             }
         }

@@ -86,3 +86,69 @@ struct ConversionTests {
         #expect(throws: MigrationError.self) { try coordinator.migrateStore(at: from, type: "sqlite", to: to, type: "lmdb") }
     }
 }
+
+/// A conversion into a store that keeps both sides in its rows (``WholeRowInserting``) writes each
+/// object once, with its to-many lists read from the source a group of rows at a time.
+@Suite("Conversion into LMDB: every object written whole")
+struct WholeRowConversionTests {
+    /// Which tracks (1 to 60) each tag holds.
+    static let tags: [(label: String, tracks: ClosedRange<Int>?)] = [("a", 1...45), ("b", 1...30), ("c", nil), ("d", 36...60), ("e", 1...25)]
+
+    /// 60 tracks, the playlist's order the reverse of theirs; five tags of 45, 30, 0, 25 and 25
+    /// tracks; a person with 50 pets. With a batch size of 2 a group holds about 40 members: the
+    /// first batch of tags shrinks the group to one row, so the next batches are written a row
+    /// at a time, then in growing groups again.
+    static let document: String = {
+        let tracks = (1...60).map { n in
+            let labels = tags.filter { $0.tracks?.contains(n) == true }.map { "\"\($0.label)\"" }.joined(separator: ", ")
+            return #"{"_id": "t\#(n)", "title": "track \#(n)", "tags": [\#(labels)]}"#
+        }
+        let pets = (1...50).map { #"{"_id": "p\#($0)", "name": "pet \#($0)", "owner": "ada"}"# }
+        return """
+        {"Playlist": [{"_id": "mix", "name": "Mix", "tracks": [\((1...60).reversed().map { "\"t\($0)\"" }.joined(separator: ", "))]}],
+         "Track": [\(tracks.joined(separator: ", "))],
+         "Tag": [\(tags.map { #"{"_id": "\#($0.label)", "label": "\#($0.label)"}"# }.joined(separator: ", "))],
+         "Person": [{"_id": "ada", "name": "Ada"}, {"_id": "bob", "name": "Bob"}],
+         "Pet": [\(pets.joined(separator: ", "))]}
+        """
+    }()
+
+    @Test("every side as the document gives it, the order of an ordered list and its order keys kept", arguments: Backends.all)
+    func longLists(_ source: String) throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", source), to = workspace.location("destination", "lmdb")
+        try makeStore(source, at: from, model: model, json: Self.document)
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), batchSize: 2)
+        try manager.migrateStore(at: from, type: Backends.type(source), to: to, type: Backends.type("lmdb"))
+        let store = try Backends.type("lmdb").open(at: to, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? store.close() }
+        func text(_ key: ObjectKey, _ name: String) throws -> String {
+            if case .string(let value)? = try store.record(for: key)?.attributes[name] { return value }
+            return "no \(name) in \(key)"
+        }
+        func one(_ entity: String, _ name: String, _ value: String) throws -> ObjectKey {
+            try #require(try store.fetch(FetchRequest(entity: entity, predicate: .compare(name, .equal, .string(value)))).first?.key)
+        }
+        // The document's order, read through the destination's own rows.
+        let mix = try one("Playlist", "name", "Mix")
+        let order = try store.orderedMembers(of: mix, relationship: "tracks")
+        #expect(try order.keys.map { try text($0, "title") } == (1...60).reversed().map { "track \($0)" })
+        let sourceOrder = try Backends.type(source).open(at: from, model: model, options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? sourceOrder.close() }
+        #expect(order.orderKeys == (try sourceOrder.orderedMembers(of: mix, relationship: "tracks").orderKeys), "the source's order keys")
+        for (label, tracks) in Self.tags {
+            let titles = try store.relatedKeys(of: try one("Tag", "label", label), relationship: "tracks").map { try text($0, "title") }
+            #expect(titles.sorted() == (tracks.map(Array.init) ?? []).map { "track \($0)" }.sorted(), "tag \(label)")
+        }
+        for n in 1...60 {
+            let track = try one("Track", "title", "track \(n)")
+            #expect(try store.relatedKeys(of: track, relationship: "playlist") == [mix])
+            let labels = try store.relatedKeys(of: track, relationship: "tags").map { try text($0, "label") }
+            #expect(labels.sorted() == Self.tags.filter { $0.tracks?.contains(n) == true }.map(\.label), "track \(n)")
+        }
+        let ada = try one("Person", "name", "Ada")
+        #expect(try store.relatedKeys(of: ada, relationship: "pets").map { try text($0, "name") }.sorted() == (1...50).map { "pet \($0)" }.sorted())
+        #expect(try store.relatedKeys(of: try one("Person", "name", "Bob"), relationship: "pets").isEmpty)
+    }
+}

@@ -227,12 +227,14 @@ public final class MigrationManager: Sendable {
     }
 
     /// Phase 1 of a compiled mapping: batches of source objects become batches of destination
-    /// objects; with `wholeRows`, each carrying its source objects' to-many lists (read one
-    /// statement per relationship per batch where the source can), so the objects are written
-    /// whole. Returns the rules their attributes break.
+    /// objects; with `wholeRows`, written with their source objects' to-many lists
+    /// (``insertWhole(_:_:group:)``), so the objects are written whole. Returns the rules their
+    /// attributes break.
     private func createObjects(_ program: SlotProgram, _ context: MigrationContext, wholeRows: Bool) throws -> [ValidationFailure] {
         let m = program.mapping
         var failures: [ValidationFailure] = []
+        // Rows written at a time with their lists (``insertWhole(_:_:group:)``), carried from batch to batch.
+        var group = 16
         try step(m, .createObjects, nil) { try context.flush() }
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             try context.sourceStore.scanBatch(entity: entity, after: after, limit: batchSize)
@@ -243,21 +245,40 @@ public final class MigrationManager: Sendable {
             } catch let failure as SlotProgram.ObjectFailure {
                 made = try step(m, .createObjects, failure.source) { () -> RecordBatch in throw failure.error }
             }
-            var whole = made
             if wholeRows {
-                // A copy as it is: the destination's relationships are the source's, members keep their keys.
-                let keys = (0..<batch.count).map(batch.key(at:))
-                for relationship in program.destination.storedRelationships where relationship.isToMany {
-                    whole.setToMany(relationship.name, try step(m, .createObjects, nil) {
-                        try context.sourceStore.orderedMembers(of: keys, relationship: relationship.name)
-                    })
-                }
+                try step(m, .createObjects, nil) { try insertWhole(made, context, group: &group) }
+            } else {
+                // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
+                try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
             }
-            // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
-            try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(whole, checkingReferences: false) }
             return (batch.count, batch.primaryKeys.last)
         }
         return failures
+    }
+
+    /// Inserts the objects of `made`, copies as they are of source objects with the same keys, each
+    /// with its source object's to-many lists, `group` rows at a time: the group grows while its
+    /// lists are short and shrinks to about 20 × the batch size of members when they are long, so
+    /// memory is bounded by the batch and not by the store (a tag with a million books).
+    private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout Int) throws {
+        let relationships = made.entity.storedRelationships.filter(\.isToMany).map(\.name)
+        guard !relationships.isEmpty else { return try context.destinationStore.bulkInsert(made, checkingReferences: false) }
+        let budget = 20 * batchSize
+        var start = 0
+        while start < made.count {
+            var part = made.rows(start..<Swift.min(made.count, start + group))
+            let keys = (0..<part.count).map(part.key(at:))
+            var members = 0
+            for name in relationships {
+                let lists = try context.sourceStore.orderedMembers(of: keys, relationship: name)
+                members += lists.reduce(0) { $0 + $1.keys.count }
+                part.setToMany(name, lists)
+            }
+            // Unchecked, as the record path's: the members keep their keys and are written by their own mappings.
+            try context.destinationStore.bulkInsert(part, checkingReferences: false)
+            start += part.count
+            group = Swift.max(1, Swift.min(batchSize, part.count * 4, members == 0 ? Int.max : part.count * budget / members))
+        }
     }
 
     /// The source entity of a mapping read in primary-key batches, with progress and

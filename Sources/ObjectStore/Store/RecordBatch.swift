@@ -114,6 +114,18 @@ public struct RecordBatch: Sendable {
         primaryKeys = keys
     }
 
+    /// The rows in `range`, as a batch of their own (with the lists the batch carries).
+    public func rows(_ range: Range<Int>) -> RecordBatch {
+        var part = RecordBatch(entity: entity)
+        let width = layout.attributes.count, links = layout.toOne.count
+        part.primaryKeys = Array(primaryKeys[range])
+        part.versions = Array(versions[range])
+        part.values = Array(values[(range.lowerBound * width)..<(range.upperBound * width)])
+        part.toOne = Array(toOne[(range.lowerBound * links)..<(range.upperBound * links)])
+        part.toMany = toMany.mapValues { Array($0[range]) }
+        return part
+    }
+
     /// The key of a row's object.
     public func key(at row: Int) -> ObjectKey { ObjectKey(entity.name, primaryKeys[row]) }
 
