@@ -179,9 +179,12 @@ final class SQLiteReader {
         var arguments: [SQLValue]
     }
 
+    /// With `scanning`, the kinds are tested on each row of the table rather than found through its
+    /// Z_ENT index: for a condition every row of the entity must be tested against, a scan in key
+    /// order is cheaper than a lookup of each row.
     func select(table: String, kinds: [Int], condition: String? = nil, arguments: [SQLValue] = [],
-                order: String? = "t.Z_PK", limit: Int? = nil, offset: Int = 0) -> Select {
-        var sql = "SELECT \(selectLists[table]!.sql) FROM \(quote(table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+                order: String? = "t.Z_PK", limit: Int? = nil, offset: Int = 0, scanning: Bool = false) -> Select {
+        var sql = "SELECT \(selectLists[table]!.sql) FROM \(quote(table)) t WHERE \(scanning ? "+" : "")t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
         if let condition { sql += " AND (\(condition))" }
         if let order { sql += " ORDER BY \(order)" }
         var arguments = arguments

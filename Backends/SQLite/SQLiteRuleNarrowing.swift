@@ -11,8 +11,9 @@ extension SQLiteStore: RuleNarrowing {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],
                   let condition = Self.ruleCondition(description, columns: mapping.attributes) else { return nil }
-            return try reader.records(table: mapping.table, kinds: [mapping.number], condition: "t.Z_PK > ?1 AND (\(condition))",
-                                      arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
+            // Every row of the entity is tested: read the table in key order, not each row through the Z_ENT index.
+            return try reader.records(reader.select(table: mapping.table, kinds: [mapping.number], condition: "t.Z_PK > ?1 AND (\(condition))",
+                                                    arguments: [.integer(primaryKey ?? Int64.min)], limit: limit, scanning: true))
         }
     }
 
@@ -24,7 +25,6 @@ extension SQLiteStore: RuleNarrowing {
             guard let name = columns[attribute.name], attribute.validation.pattern == nil else { return nil }
             let c = "t.\(quote(name))"
             let rules = attribute.validation
-            if !attribute.isOptional { conditions.append("\(c) IS NULL") }
             let classes: [String]
             switch attribute.type {
             case .integer16, .integer32, .integer64, .boolean: classes = ["integer"]
@@ -34,9 +34,12 @@ extension SQLiteStore: RuleNarrowing {
             default:
                 // Stored in a form of their own (decimals, UUIDs, external data…): only a required one is said here.
                 guard rules == ValidationRules() else { return nil }
+                if !attribute.isOptional { conditions.append("\(c) IS NULL") }
                 continue
             }
-            conditions.append("typeof(\(c)) NOT IN ('null', \(classes.map { "'\($0)'" }.joined(separator: ", ")))")
+            // A value of a storage class the type does not give, or none where one is required.
+            let allowed = (attribute.isOptional ? ["null"] : []) + classes
+            conditions.append(allowed.count == 1 ? "typeof(\(c)) != '\(allowed[0])'" : "typeof(\(c)) NOT IN (\(allowed.map { "'\($0)'" }.joined(separator: ", ")))")
             for (bound, op) in [(rules.minValue, "<"), (rules.maxValue, ">")] {
                 guard let bound else { continue }
                 switch bound {
@@ -48,13 +51,20 @@ extension SQLiteStore: RuleNarrowing {
                 }
             }
             guard rules.minLength != nil || rules.maxLength != nil else { continue }
+            // Bounds on the length in bytes, which SQLite knows without reading the text. A string
+            // has no more characters than bytes, and none only when it has no bytes: a maximum, or
+            // a minimum of 1, is told by the bytes alone. A larger minimum may be broken by text of
+            // more bytes than characters: anything but ASCII, and CR LF (one character), are given
+            // too (NUL included: SQLite's `length` stops there).
+            let bytes = "length(CAST(\(c) AS BLOB))"
             var length: [String] = []
-            if let min = rules.minLength { length.append("length(\(c)) < \(min)") }
-            if let max = rules.maxLength { length.append("length(\(c)) > \(max)") }
-            if attribute.type == .string {
-                // Characters SQLite counts otherwise than Swift: anything but ASCII, and CR LF (one character).
-                length.append("length(CAST(\(c) AS BLOB)) != length(\(c))")
-                length.append("instr(\(c), char(13)) > 0")
+            if let max = rules.maxLength { length.append("\(bytes) > \(max)") }
+            if let min = rules.minLength {
+                length.append("\(bytes) < \(min)")
+                if attribute.type == .string && min > 1 {
+                    length.append("length(\(c)) != \(bytes)")
+                    length.append("instr(\(c), char(13)) > 0")
+                }
             }
             conditions.append("(\(c) IS NOT NULL AND (\(length.joined(separator: " OR "))))")
         }

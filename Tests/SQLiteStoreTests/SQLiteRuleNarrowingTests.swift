@@ -20,6 +20,8 @@ struct SQLiteRuleNarrowingTests {
             Attribute("made", .date, validation: ValidationRules(maxValue: .date(Date(timeIntervalSinceReferenceDate: 1_000))))
             Attribute("blob", .binaryData, validation: ValidationRules(maxLength: 3))
             Attribute("free", .string)
+            // A minimum of 1 and a maximum are told by the bytes alone.
+            Attribute("label", .string, validation: ValidationRules(minLength: 1, maxLength: 2))
         }
         Entity("Coded") {
             Attribute("code", .string, validation: ValidationRules(pattern: "[a-z]+"))
@@ -41,6 +43,8 @@ struct SQLiteRuleNarrowingTests {
             attributes["weight"] = .double([0.5, 0.49, 7][i % 3])
             attributes["made"] = .date(Date(timeIntervalSinceReferenceDate: [999, 1_000, 1_000.5][i % 3]))
             attributes["blob"] = .data(Data(repeating: 1, count: [3, 4][i % 2]))
+            let labels: [Value?] = [.string("a"), .string(""), .string("ab"), .string("abc"), .string("e\u{301}"), .string("日本"), nil, .string("日本語")]
+            if let label = labels[i % labels.count] { attributes["label"] = label }
             records.append(ObjectRecord(key: ObjectKey("Part", Int64(i + 1)), attributes: attributes))
         }
         _ = try store.allocatePrimaryKeys(entity: "Item", count: records.count)
