@@ -309,6 +309,28 @@ cbaseline_atomic_store *cbaseline_atomic_load(const char *path, char *error, int
             }
         }
     }
+    // The sections that may follow the tables (header flags, docs/atomic-format.md): the history
+    // (its records stepped over as bytes) and the order keys.
+    unsigned flags = data[10] | (unsigned)data[11] << 8;
+    if (flags & ~3u) r.bad = 1;
+    if ((flags & 1) && !r.bad) {
+        rsvarint(&r);                                  // the last token handed out
+        unsigned long long transactions = rvarint(&r);
+        for (unsigned long long i = 0; i < transactions && !r.bad; i++) { rsvarint(&r); rbytes(&r, rvarint(&r)); }
+    }
+    if ((flags & 2) && !r.bad) {
+        unsigned long long rows = rvarint(&r);
+        for (unsigned long long i = 0; i < rows && !r.bad; i++) {
+            rvarint(&r);
+            rsvarint(&r);
+            unsigned long long lists = rvarint(&r);
+            for (unsigned long long l = 0; l < lists && !r.bad; l++) {
+                rbytes(&r, rvarint(&r));
+                unsigned long long n = rvarint(&r);
+                for (unsigned long long k = 0; k < n && !r.bad; k++) rsvarint(&r);
+            }
+        }
+    }
     free(data);
     if (r.bad || r.at != r.end) {
         cbaseline_atomic_free(store);
