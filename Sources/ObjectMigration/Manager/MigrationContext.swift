@@ -200,17 +200,22 @@ public final class MigrationContext {
     /// Reads, for a batch of source objects, the to-many relationships phase 2 copies from them as
     /// they are (`$source.name`), one batch read per relationship instead of one per object
     /// (``PersistentStore/orderedMembers(of:relationship:)-([ObjectKey],_)``); the next batch replaces them.
-    func prefetchRelationships(of records: [ObjectRecord], mapping m: EntityMapping) throws {
+    /// Returns how many members it read.
+    @discardableResult
+    func prefetchRelationships(of records: some Collection<ObjectRecord>, mapping m: EntityMapping) throws -> Int {
         prefetched.removeAll(keepingCapacity: true)
-        guard !records.isEmpty, let s = m.sourceEntity, let source = sourceModel.entity(named: s) else { return }
+        guard !records.isEmpty, let s = m.sourceEntity, let source = sourceModel.entity(named: s) else { return 0 }
         let leftOut = notInPhaseTwo[m.name] ?? []
         let keys = records.map(\.key)
+        var read = 0
         for (name, expression) in m.relationshipMappings where !leftOut.contains(name) {
             guard case .source(let path) = expression, !path.contains("."), prefetched[path] == nil,
                   source.relationshipsByName[path]?.isToMany == true else { continue }
             let members = try sourceStore.orderedMembers(of: keys, relationship: path)
+            read += members.reduce(0) { $0 + $1.keys.count }
             prefetched[path] = Dictionary(uniqueKeysWithValues: zip(keys, members))
         }
+        return read
     }
 
     /// The members of a source object's to-many relationship: prefetched, or read now.

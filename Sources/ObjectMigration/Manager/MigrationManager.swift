@@ -208,21 +208,50 @@ public final class MigrationManager: Sendable {
     /// Source objects of a mapping, batch by batch, filtered.
     private func forEachSource(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
                                _ body: (ObjectRecord) throws -> Void) throws {
+        // Phase 2 reads the records' to-many lists a group at a time (``ListGroup``).
+        var group = ListGroup(batchSize: phase == .createRelationships ? batchSize : nil)
         try forEachBatch(m, phase, context, read: { entity, after in
             try context.sourceStore.scan(entity: entity, after: after, limit: batchSize)
         }) { records in
-            if phase == .createRelationships { try step(m, phase, nil) { try context.prefetchRelationships(of: records, mapping: m) } }
-            for record in records {
-                if let filter = m.sourceFilter {
-                    let keep = try step(m, phase, record.key) {
-                        try PredicateEvaluator.evaluate(filter, on: StoreSubject(record: record, store: context.sourceStore))
-                    }
-                    if !keep { continue }
+            var start = 0
+            while start < records.count {
+                let part = records[start..<(start + Swift.min(records.count - start, group.size))]
+                if phase == .createRelationships {
+                    let members = try step(m, phase, nil) { try context.prefetchRelationships(of: part, mapping: m) }
+                    group.read(rows: part.count, members: members)
                 }
-                try step(m, phase, record.key) { try body(record) }
+                for record in part {
+                    if let filter = m.sourceFilter {
+                        let keep = try step(m, phase, record.key) {
+                            try PredicateEvaluator.evaluate(filter, on: StoreSubject(record: record, store: context.sourceStore))
+                        }
+                        if !keep { continue }
+                    }
+                    try step(m, phase, record.key) { try body(record) }
+                }
+                start += part.count
             }
             try step(m, phase, nil) { try context.flush() }
             return (records.count, records.last?.key.primaryKey)
+        }
+    }
+
+    /// How many objects' to-many lists are read at once: it grows while their lists are short and
+    /// shrinks to about 20 × the batch size of members when they are long, so memory is bounded by
+    /// the batch and not by the store (a tag with a million books). Without a batch size, a whole batch.
+    struct ListGroup {
+        private(set) var size: Int
+        private let batchSize: Int?
+
+        init(batchSize: Int?) {
+            self.batchSize = batchSize
+            size = batchSize == nil ? Int.max : 16
+        }
+
+        /// Sets the next size from the last group's rows and the members their lists held.
+        mutating func read(rows: Int, members: Int) {
+            guard let batchSize else { return }
+            size = Swift.max(1, Swift.min(batchSize, rows * 4, members == 0 ? Int.max : rows * 20 * batchSize / members))
         }
     }
 
@@ -234,7 +263,7 @@ public final class MigrationManager: Sendable {
         let m = program.mapping
         var failures: [ValidationFailure] = []
         // Rows written at a time with their lists (``insertWhole(_:_:group:)``), carried from batch to batch.
-        var group = 16
+        var group = ListGroup(batchSize: batchSize)
         try step(m, .createObjects, nil) { try context.flush() }
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             try context.sourceStore.scanBatch(entity: entity, after: after, limit: batchSize)
@@ -257,16 +286,13 @@ public final class MigrationManager: Sendable {
     }
 
     /// Inserts the objects of `made`, copies as they are of source objects with the same keys, each
-    /// with its source object's to-many lists, `group` rows at a time: the group grows while its
-    /// lists are short and shrinks to about 20 × the batch size of members when they are long, so
-    /// memory is bounded by the batch and not by the store (a tag with a million books).
-    private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout Int) throws {
+    /// with its source object's to-many lists, a ``ListGroup`` of rows at a time.
+    private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout ListGroup) throws {
         let relationships = made.entity.storedRelationships.filter(\.isToMany).map(\.name)
         guard !relationships.isEmpty else { return try context.destinationStore.bulkInsert(made, checkingReferences: false) }
-        let budget = 20 * batchSize
         var start = 0
         while start < made.count {
-            var part = made.rows(start..<Swift.min(made.count, start + group))
+            var part = made.rows(start..<(start + Swift.min(made.count - start, group.size)))
             let keys = (0..<part.count).map(part.key(at:))
             var members = 0
             for name in relationships {
@@ -277,7 +303,7 @@ public final class MigrationManager: Sendable {
             // Unchecked, as the record path's: the members keep their keys and are written by their own mappings.
             try context.destinationStore.bulkInsert(part, checkingReferences: false)
             start += part.count
-            group = Swift.max(1, Swift.min(batchSize, part.count * 4, members == 0 ? Int.max : part.count * budget / members))
+            group.read(rows: part.count, members: members)
         }
     }
 
