@@ -108,6 +108,9 @@ struct PostgreSQLLayout: Sendable {
     let entities: [String: EntityColumns]
     /// Every relation the store creates, with its DDL, in creation order: (kind, name, statements).
     let relations: [(kind: String, name: String, ddl: [String])]
+    /// The indexes of the tables of ``relations`` beyond their primary keys: made with the tables,
+    /// or, for a store filled in one go, once its bulk load is done (``PostgreSQLStore``).
+    let indexes: [String]
 
     /// A table of a hierarchy: its columns by (declaring entity, property) and their types.
     private struct HierarchyTable {
@@ -212,17 +215,18 @@ struct PostgreSQLLayout: Sendable {
         self.entities = entities
 
         // DDL: each root's table and sequence, indexes for every to-one and fetch index, join tables.
+        var indexes: [String] = []
         for root in descriptions where root.parent == nil {
             let name = Self.identifier(root.name)
             let table = tables[root.name]!
             let qualified = location.qualified(name)
-            var ddl = ["CREATE TABLE \(qualified) (pk bigint PRIMARY KEY, entity text NOT NULL, version bigint NOT NULL"
+            let ddl = ["CREATE TABLE \(qualified) (pk bigint PRIMARY KEY, entity text NOT NULL, version bigint NOT NULL"
                        + table.columns.map { ", \(PGConnection.quote($0.name)) \($0.type)" }.joined() + ")"]
             // (entity, pk): one entity's rows in key order, what scans and counts ask, answered by the
             // index alone whatever statistics the planner has (none, right after a bulk load).
-            ddl.append("CREATE INDEX ON \(qualified) (entity, pk)")
+            indexes.append("CREATE INDEX ON \(qualified) (entity, pk)")
             for (column, type) in table.columns where type == "bigint" && table.columns.contains(where: { $0.name == column + "_entity" }) {
-                ddl.append("CREATE INDEX ON \(qualified) (\(PGConnection.quote(column)))")
+                indexes.append("CREATE INDEX ON \(qualified) (\(PGConnection.quote(column)))")
             }
             for entity in descriptions where entity.rootName == root.name {
                 for index in entity.declaration.indexes {
@@ -232,7 +236,7 @@ struct PostgreSQLLayout: Sendable {
                         }
                         return PGConnection.quote(entities[entity.name]!.attributes[slot]) + (element.ascending ? "" : " DESC")
                     }
-                    if !columns.isEmpty { ddl.append("CREATE INDEX ON \(qualified) (\(columns.joined(separator: ", ")))") }
+                    if !columns.isEmpty { indexes.append("CREATE INDEX ON \(qualified) (\(columns.joined(separator: ", ")))") }
                 }
             }
             relations.append(("table", name, ddl))
@@ -244,10 +248,11 @@ struct PostgreSQLLayout: Sendable {
             relations.append(("table", name, [
                 "CREATE TABLE \(qualified) (owner bigint NOT NULL, member bigint NOT NULL, member_entity text NOT NULL, "
                     + "position bigint NOT NULL, PRIMARY KEY (owner, member))",
-                "CREATE INDEX ON \(qualified) (member)",
             ]))
+            indexes.append("CREATE INDEX ON \(qualified) (member)")
         }
         self.relations = relations
+        self.indexes = indexes
     }
 
     /// The sequence of `root`'s keys.

@@ -65,6 +65,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         var historyTableKnown = false
         /// A `COPY` left open across unchecked batches (see ``bulkInsert(_:checkingReferences:)``).
         var pendingCopy: PendingCopy?
+        /// The indexes (beyond primary keys) of a store this open made to be filled in one go
+        /// (``streamsCopies``): made once its bulk load is done (``makeOwedIndexes(_:)``).
+        var owedIndexes: [String] = []
     }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
@@ -85,7 +88,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         historyPolicy = HistoryPolicy(options)
         isSnapshot = false
         deferredDurability = options.deferredDurability && !options.readOnly
-        streamsCopies = deferredDurability && !historyPolicy.records
+        let streams = deferredDurability && !historyPolicy.records
+        streamsCopies = streams
         snapshotKeys = [:]
         let layout = PostgreSQLLayout(model: model, location: location)
         self.layout = layout
@@ -97,13 +101,18 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         }
         let connection = try PostgreSQLStoreType.connect(location)
         let metadata: StoreMetadata
+        var owedIndexes: [String] = []
         do {
             metadata = try PostgreSQLStoreType.mapping(location) { () throws -> StoreMetadata in
                 if try !PostgreSQLStoreType.exists(connection, location) {
                     guard options.createIfMissing, !options.readOnly else {
                         throw StoreError(.notFound, "no PostgreSQL store", url: location.url)
                     }
-                    try PostgreSQLStoreType.create(connection, location, layout: layout, model: model)
+                    // A store filled in one go builds its indexes once it is filled: a bulk load into
+                    // tables without them, then each index built whole, takes half the time.
+                    if try PostgreSQLStoreType.create(connection, location, layout: layout, model: model, deferringIndexes: streams) {
+                        owedIndexes = streams ? layout.indexes : []
+                    }
                 }
                 let metadata = try PostgreSQLStoreType.readMetadata(connection, location)
                 let compatibility = metadata.compatibility(with: model)
@@ -121,6 +130,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             throw error
         }
         identifier = metadata.storeUUID ?? UUID()
+        state.withLock { $0.owedIndexes = owedIndexes }
         // A store that keeps a `COPY` open across calls has one connection, the copy's.
         pool = PGConnectionPool(first: connection, limit: streamsCopies ? 1 : location.poolSize) {
             let connection = try PostgreSQLStoreType.connect(location)
@@ -291,6 +301,23 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         try pool.withConnection(closedError: StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url), body)
     }
 
+    /// Ends the bulk load of a store filled in one go, before anything but a batch reads or writes
+    /// it once batches came, and at close: the open `COPY`, if any, ends (``finishCopy(_:)``), and
+    /// the indexes it owes are made, each built whole from its table, in one transaction. Reads and
+    /// writes before any batch (a check that the store is empty, keys allocated) leave them owed.
+    private func finishBulkLoad(_ connection: PGConnection, closing: Bool = false) throws {
+        try finishCopy(connection)
+        let owed = state.withLock { state -> [String] in
+            guard closing || !state.loaded.isEmpty else { return [] }
+            defer { state.owedIndexes = [] }
+            return state.owedIndexes
+        }
+        guard !owed.isEmpty else { return }
+        try PostgreSQLStoreType.transaction(connection, "BEGIN") {
+            for statement in owed { try connection.execute(statement) }
+        }
+    }
+
     /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one connection).
     private func finishCopy(_ connection: PGConnection) throws {
         guard let pending = state.withLock({ state -> PendingCopy? in
@@ -414,7 +441,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 
     public func snapshot() throws -> any PersistentStore {
-        try withConnection { connection in try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } }
+        try withConnection { connection in try PostgreSQLStoreType.mapping(location) { try finishBulkLoad(connection) } }
         return try PostgreSQLStore(snapshotOf: self)
     }
 
@@ -436,7 +463,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     private func closeConnections() throws -> Result<Void, any Error>? {
         try pool.close { connection -> Result<Void, any Error> in
             // A copy still open commits now, or the close says why it could not.
-            let copying = Result { try PostgreSQLStoreType.mapping(location) { try finishCopy(connection) } }
+            let copying = Result { try PostgreSQLStoreType.mapping(location) { try finishBulkLoad(connection, closing: true) } }
             if isSnapshot { try? connection.execute("COMMIT") }
             // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
             // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
@@ -466,7 +493,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             return try PostgreSQLStoreType.mapping(location) {
-                try finishCopy(connection)
+                try finishBulkLoad(connection)
                 if isSnapshot { return try body(view) }
                 return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try body(view) }
             }
@@ -483,7 +510,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         return try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             return try PostgreSQLStoreType.mapping(location) {
-                try finishCopy(connection)
+                try finishBulkLoad(connection)
                 return try PostgreSQLStoreType.transaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ") {
                     try checkStillTheStore(connection)
                     return try body(view)

@@ -276,10 +276,14 @@ public struct PostgreSQLStoreType: StoreType {
     /// Creates the store: schema, metadata and relation tables, every table and sequence of the
     /// layout, the metadata; in one transaction, under the store's lock (two processes creating
     /// one store at once make it once).
-    static func create(_ connection: PGConnection, _ location: PostgreSQLLocation, layout: PostgreSQLLayout, model: ManagedObjectModel) throws {
+    /// Makes the store's schema, tables and sequences, and its indexes unless `deferringIndexes`;
+    /// returns whether it made the store (false: it existed).
+    @discardableResult
+    static func create(_ connection: PGConnection, _ location: PostgreSQLLocation, layout: PostgreSQLLayout, model: ManagedObjectModel,
+                       deferringIndexes: Bool = false) throws -> Bool {
         try transaction(connection, "BEGIN") {
             try lock(connection, location)
-            guard try !exists(connection, location) else { return }
+            guard try !exists(connection, location) else { return false }
             try connection.execute("CREATE SCHEMA IF NOT EXISTS \(location.quotedSchema)")
             try connection.execute("CREATE TABLE \(location.qualified(PostgreSQLLayout.relationsTable)) (name text PRIMARY KEY, kind text NOT NULL)")
             for relation in layout.relations {
@@ -287,8 +291,10 @@ public struct PostgreSQLStoreType: StoreType {
                 try connection.query("INSERT INTO \(location.qualified(PostgreSQLLayout.relationsTable)) (name, kind) VALUES ($1, $2)",
                                      [.text(relation.name), .text(relation.kind)])
             }
+            if !deferringIndexes { for statement in layout.indexes { try connection.execute(statement) } }
             try connection.execute("CREATE TABLE \(location.qualified(PostgreSQLLayout.metadataTable)) (key text PRIMARY KEY, value bytea NOT NULL)")
             try writeMetadata(try StoreMetadata(storeType: PostgreSQLStore.typeName, model: model), connection, location)
+            return true
         }
     }
 

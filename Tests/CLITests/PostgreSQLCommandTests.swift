@@ -111,4 +111,32 @@ struct PostgreSQLCommandTests {
         #expect(try CLI.run("destroy", pg).status == 0)
         #expect(try PostgreSQLTestServer.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema)'") == "0\n")
     }
+
+    @Test("a store filled in one go (convert, import into a new store) has every index a store made by create has, built once its rows are in")
+    func indexesOfBulkLoadedStores() throws {
+        let workspace = try Workspace()
+        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
+        let lib = workspace.url.appending(path: "lib.sqlite").path
+        #expect(try CLI.run("import", lib, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        // The server's own list of a schema's indexes, the schema's name taken out.
+        func indexes(_ url: String) throws -> [String] {
+            let schema = Self.schema(url)
+            return try PostgreSQLTestServer.psql("SELECT indexdef FROM pg_indexes WHERE schemaname = '\(schema)' ORDER BY indexdef")
+                .replacingOccurrences(of: "\"\(schema)\".", with: "").replacingOccurrences(of: "\(schema).", with: "")
+                .split(separator: "\n").map(String.init).sorted()
+        }
+        let created = try PostgreSQLTestServer.location().absoluteString
+        #expect(try CLI.run("create", created, "--model", model).status == 0)
+        let made = try indexes(created)
+        #expect(made.contains { $0.contains("(entity, pk)") } && made.contains { $0.contains("UNIQUE") }, "\(made)")
+        let converted = try PostgreSQLTestServer.location().absoluteString
+        let conversion = try CLI.run("convert", lib, converted)
+        #expect(conversion.status == 0, "\(conversion.stderr)")
+        #expect(try indexes(converted) == made)
+        let imported = try PostgreSQLTestServer.location().absoluteString
+        let importing = try CLI.run("import", imported, Self.examples.appending(path: "library.json").path, "--model", model)
+        #expect(importing.status == 0, "\(importing.stderr)")
+        #expect(try indexes(imported) == made)
+        #expect(try CLI.run("export", imported).stdout == CLI.run("export", lib).stdout)
+    }
 }
