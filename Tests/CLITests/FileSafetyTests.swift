@@ -82,6 +82,18 @@ struct FileSafetyTests {
         #expect(try Data(contentsOf: URL(filePath: store)) == before)
     }
 
+    @Test("convert of a source that cannot be opened (another model) fails before anything is made beside the destination", arguments: CLI.backends)
+    func unreadableSourceLeavesNothing(_ type: String) throws {
+        let workspace = try Workspace()
+        let store = try library(workspace)
+        let other = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: "Examples/Blog.xcdatamodeld").path
+        let before = files(workspace)
+        let result = try CLI.run("convert", store, workspace.url.appending(path: "out.\(type)").path, "--model", other, "--model-version", "Blog 3")
+        #expect(result.status == 1 && result.stderr.contains("another model"), "\(result.stderr)")
+        #expect(files(workspace) == before, "nothing left beside the destination, no lock file")
+    }
+
     @Test("convert --force keeps the destination's mode", arguments: CLI.backends)
     func convertKeepsMode(_ type: String) throws {
         let workspace = try Workspace()

@@ -111,14 +111,15 @@ struct ConvertCommand: ParsableCommand {
         }
         let (model, _) = try StoreLocator.model(for: source, type: fromType, selection: modelSelection)
         try toType.checkNewStoreLocation(destinationURL)
+        // One snapshot of the source for the conversion and the counts checked after it, opened
+        // before anything is made beside the destination: a source that cannot be read leaves nothing.
+        let from = try StoreLocator.snapshot(source, type: fromType, model: model)
+        defer { try? from.close() }
         // Into a staged store beside the destination (a file beside it, or a schema of its own in
         // the same database), then moved over it: a failure never costs the old destination.
         toType.sweepAndSay(beside: destinationURL)
         let staging = try toType.stage(beside: destinationURL, verb: "converting")
         let stagedURL = staging.url
-        // One snapshot of the source for the conversion and the counts checked after it.
-        let from = try StoreLocator.snapshot(source, type: fromType, model: model)
-        defer { try? from.close() }
         let bar = ProgressDisplay()
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
                                        usesBulkCopy: !noBulkCopy) { bar.show($0) }
