@@ -322,7 +322,8 @@ final class LMDBTransaction {
     /// The map, for a transaction that drops the pages it reads from the resident set as it goes
     /// (a snapshot's: a conversion or an export reads the whole file through one). Every page a
     /// read faults in is mapped with up to 15 neighbours (the kernel's fault-around), so a lookup
-    /// counts 16 pages and a step of a cursor one; past 1,024, the map's pages are released (as
+    /// counts 16 pages and a step of a cursor one, each with the pages of its value (a long row
+    /// spans overflow pages); past 1,024, the map's pages are released (as
     /// ``LMDBEnvironment/releaseMapPages()``, without touching the environment, which its store's
     /// lock guards).
     var releasing: (base: UnsafeMutableRawPointer, size: Int)?
@@ -368,7 +369,7 @@ final class LMDBTransaction {
             var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             return mdb_get(handle, dbi, &k, &v)
         }
-        touch(16)
+        touch(16 + v.mv_size / 4_096)
         if rc == MDB_NOTFOUND { return try body(nil) }
         try LMDBEnvironment.check(rc, "cannot read from \(name)")
         return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
@@ -475,7 +476,7 @@ final class LMDBTransaction {
         while rc == MDB_SUCCESS {
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             guard try body(key, try checked(name, key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))) else { return }
-            touch(1)
+            touch(1 + v.mv_size / 4_096)
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try LMDBEnvironment.check(rc, "cannot walk \(name)") }

@@ -66,8 +66,10 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         /// A `COPY` left open across unchecked batches (see ``bulkInsert(_:checkingReferences:)``).
         var pendingCopy: PendingCopy?
         /// The indexes (beyond primary keys) of a store this open made to be filled in one go
-        /// (``streamsCopies``): made once its bulk load is done (``makeOwedIndexes(_:)``).
+        /// (``streamsCopies``): made once rows are in (``finishBulkLoad(_:closing:)``).
         var owedIndexes: [String] = []
+        /// Whether a save wrote rows since the store opened (rows that did not come by `COPY`).
+        var savedRows = false
     }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
@@ -302,20 +304,18 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 
     /// Ends the bulk load of a store filled in one go, before anything but a batch reads or writes
-    /// it once batches came, and at close: the open `COPY`, if any, ends (``finishCopy(_:)``), and
-    /// the indexes it owes are made, each built whole from its table, in one transaction. Reads and
-    /// writes before any batch (a check that the store is empty, keys allocated) leave them owed.
+    /// it once rows came (by batches or by a save), and at close: the open `COPY`, if any, ends
+    /// (``finishCopy(_:)``), and the indexes it owes are made, each built whole from its table, in
+    /// one transaction; they stay owed until that commits. Reads and writes before any row (a check
+    /// that the store is empty, keys allocated) leave them owed.
     private func finishBulkLoad(_ connection: PGConnection, closing: Bool = false) throws {
         try finishCopy(connection)
-        let owed = state.withLock { state -> [String] in
-            guard closing || !state.loaded.isEmpty else { return [] }
-            defer { state.owedIndexes = [] }
-            return state.owedIndexes
-        }
+        let owed = state.withLock { state in closing || !state.loaded.isEmpty || state.savedRows ? state.owedIndexes : [] }
         guard !owed.isEmpty else { return }
         try PostgreSQLStoreType.transaction(connection, "BEGIN") {
             for statement in owed { try connection.execute(statement) }
         }
+        state.withLock { $0.owedIndexes = [] }
     }
 
     /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one connection).
@@ -385,6 +385,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                     let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
                     try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
                     try appendHistory(historyPolicy.record(for: changes), view)
+                    if !changes.isEmpty { state.withLock { $0.savedRows = true } }
                 }
             } catch let error as StoreError where versioned && attempt < Self.saveAttempts && error.code == .conflict
                         && ["40001", "40P01"].contains((error.cause as? PostgreSQLError)?.sqlState) {

@@ -84,7 +84,8 @@ struct SQLiteWriter {
         try checkVersions(changes)
         var changes = changes
         while let batch = try nextBatch() {
-            guard model.entity(named: batch.entity.name) === batch.entity else {
+            // A batch of another model, or carrying to-many lists, joins as records.
+            guard model.entity(named: batch.entity.name) === batch.entity, batch.toMany.isEmpty else {
                 changes.inserted += batch.records
                 continue
             }

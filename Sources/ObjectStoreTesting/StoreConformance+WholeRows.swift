@@ -54,6 +54,20 @@ extension StoreConformance {
         store = try scope.openStore(at: url)
         try matches(store, "after a reopen")
 
+        // A save that inserts batches takes their lists as records' (checked and completed): a
+        // playlist whose list names tracks already stored.
+        var more = RecordBatch(entity: try entity("Playlist"))
+        more.appendRow(primaryKey: 6)
+        more.setToMany("tracks", [OrderedMembers(keys: [tracks[1], tracks[0]], orderKeys: [10, 20])])
+        var given = false
+        try store.save(ChangeSet()) {
+            defer { given = true }
+            return given ? nil : more
+        }
+        let six = ObjectKey("Playlist", 6)
+        #expect(try store.orderedMembers(of: six, relationship: "tracks") == OrderedMembers(keys: [tracks[1], tracks[0]], orderKeys: [10, 20]))
+        #expect(try store.relatedKeys(of: tracks[0], relationship: "playlist") == [six], "the inverse completed")
+
         // What the record form refuses, the batch form refuses, and nothing of the batch lands.
         func refused(_ what: Comment, _ name: String, _ lists: [OrderedMembers], entity named: String = "Playlist") throws {
             var bad = RecordBatch(entity: try entity(named))

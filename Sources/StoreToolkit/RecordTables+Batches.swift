@@ -20,6 +20,10 @@ extension RecordTables {
     /// as decoded rows.
     /// - Throws: `StoreError` with code `invalidChange` naming the object.
     public mutating func insert(_ batches: [RecordBatch], model: ManagedObjectModel, checkingReferences: Bool, file: String) throws {
+        // Rows are laid out by slot: to-many lists go in as records (`RecordTablesStore.bulkInsert`).
+        if let carrying = batches.first(where: { !$0.toMany.isEmpty }) {
+            throw StoreError(.invalidChange, "a batch of \(carrying.entity.name) carries to-many lists: insert its records")
+        }
         let batches = batches.filter { !$0.isEmpty }
         guard !batches.isEmpty else { return }
         let members = try BatchMembers(batches)

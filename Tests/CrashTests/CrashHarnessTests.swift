@@ -36,9 +36,10 @@ struct CrashHarnessTests {
         return (model, try workspace.write(document("", size), to: "data.json"), try workspace.write(document("more-", size / 3), to: "more.json"))
     }
 
-    /// Runs `arguments`, killing the process after `delay` seconds (nil: let it finish). Whether it was killed.
+    /// Runs `arguments`, sending `signal` to the process after `delay` seconds (nil: let it finish).
+    /// Whether the signal ended it, and its status.
     @discardableResult
-    static func run(_ arguments: [String], killingAfter delay: Double?) throws -> (killed: Bool, status: Int32) {
+    static func run(_ arguments: [String], killingAfter delay: Double?, with signal: Int32 = SIGKILL) throws -> (killed: Bool, status: Int32) {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = arguments
@@ -48,7 +49,7 @@ struct CrashHarnessTests {
         if let delay {
             let deadline = Date().addingTimeInterval(delay)
             while process.isRunning && Date() < deadline { usleep(1_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if process.isRunning { kill(process.processIdentifier, signal) }
         }
         process.waitUntilExit()
         return (process.terminationReason == .uncaughtSignal, process.terminationStatus)
@@ -120,6 +121,33 @@ struct CrashHarnessTests {
                 #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
             }
         }
+    }
+
+    @Test("convert, interrupted (SIGINT, SIGTERM): it stops within a batch and removes what it staged; the old destination kept",
+          arguments: [SIGINT, SIGTERM])
+    func interrupted(_ signal: Int32) throws {
+        let workspace = try Harness()
+        let (model, data, _) = try Self.writeData(in: workspace)
+        let source = workspace.path("source.sqlite")
+        #expect(try CLI.run("import", source, data, "--model", model).status == 0)
+        let sourceExport = try CLI.run("export", source).stdout
+        let destination = workspace.path("destination.lmdb")
+        let arguments = ["convert", source, destination, "--force"]
+        #expect(try CLI.run("convert", source, destination).status == 0)
+        let total = try Self.duration(arguments) {}
+        var stopped = 0
+        for delay in (1...8).map({ total * Double($0) / 10 }) {
+            let (killed, status) = try Self.run(arguments, killingAfter: delay, with: signal)
+            let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
+            // Before the tool takes the signal (starting up) it ends the process as always; the next run sweeps.
+            if killed { continue }
+            if status != 0 {
+                stopped += 1
+                #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
+            }
+            #expect(try CLI.run("export", destination).stdout == sourceExport, "\(label): the destination is the old one or the new one, both the source's")
+        }
+        #expect(stopped > 0, "no run was stopped by the signal: the conversion takes \(total) s")
     }
 
     @Test("import, killed: a new store is absent or complete; an existing one has the old objects or all of them",

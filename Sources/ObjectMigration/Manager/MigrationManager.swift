@@ -251,7 +251,10 @@ public final class MigrationManager: Sendable {
         /// Sets the next size from the last group's rows and the members their lists held.
         mutating func read(rows: Int, members: Int) {
             guard let batchSize else { return }
-            size = Swift.max(1, Swift.min(batchSize, rows * 4, members == 0 ? Int.max : rows * 20 * batchSize / members))
+            // In floating point: a batch size of Int.max (no batches) must not overflow.
+            let fitting = members == 0 ? Double(Int.max) : Double(rows) * 20 * Double(batchSize) / Double(members)
+            size = Swift.max(1, Swift.min(batchSize, rows.multipliedReportingOverflow(by: 4).overflow ? Int.max : rows * 4,
+                                          fitting >= Double(Int.max) ? Int.max : Int(fitting)))
         }
     }
 

@@ -48,8 +48,10 @@ extension ForeignKeyRelationships {
 ///
 /// A conversion of one model into such a store (every mapping a copy that keeps keys) reads each
 /// batch with its lists and writes every object once, whole: it has no phase 2. Any store takes
-/// such batches (the default bulk insert hands their records over, lists included); this says
-/// that doing so costs no more than the rows alone.
+/// such batches as it takes the same records (the default bulk insert hands them over, lists
+/// included; a store that keeps a to-many in its members' rows, as SQLite's foreign keys, writes
+/// it only into members that exist by then); this says that a store keeps each list in its
+/// owner's row, so any order of batches will do, at no more cost than the rows alone.
 public protocol WholeRowInserting: PersistentStore {}
 
 /// A store that finds, where the data is, the objects that may break an entity's attribute

@@ -152,11 +152,13 @@ struct MigrateCommand: ParsableCommand {
         let objects = Mutex<[Int: [String: Int]]>([:])
         let result: MigrationResult
         do {
-            result = try migrator.migrateStore(at: url, type: type, to: target) { step in
-                if step.progress.phase == .createObjects {
-                    objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }
+            result = try stoppingOnSignals(migrator.cancel) {
+                try migrator.migrateStore(at: url, type: type, to: target) { step in
+                    if step.progress.phase == .createObjects {
+                        objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }
+                    }
+                    bar?.show(step.progress)
                 }
-                bar?.show(step.progress)
             }
         } catch var error as MigrationError where error.code == .dataLoss {
             bar?.finish()

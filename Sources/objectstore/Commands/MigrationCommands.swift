@@ -127,7 +127,9 @@ struct ConvertCommand: ParsableCommand {
             // The destination's counts as it gives them (read in phase 3, or reported by SQLite
             // when it copied the tables itself), checked against the source's before the
             // destination is put in place.
-            let written = try manager.migrateStore(from: from, to: stagedURL, type: toType, destinationOptions: StoreOptions(author: authorOption.author))
+            let written = try stoppingOnSignals(manager.cancel) {
+                try manager.migrateStore(from: from, to: stagedURL, type: toType, destinationOptions: StoreOptions(author: authorOption.author))
+            }
             bar.finish()
             var lines: [String] = []
             var mismatch: [String] = []

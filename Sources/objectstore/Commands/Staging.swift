@@ -20,3 +20,28 @@ extension StoreType {
         }
     }
 }
+
+/// Work that stages a store and can stop between batches (a conversion, a migration): an
+/// interrupt (SIGINT, as Ctrl-C sends), SIGTERM or SIGHUP while it runs calls `cancel`, so the
+/// work stops at its next batch, removes what it staged and says so, instead of the process
+/// dying with its staged files left for the next run to sweep. A second signal ends the process
+/// at once, as it would have without this.
+func stoppingOnSignals<T>(_ cancel: @escaping @Sendable () -> Void, _ body: () throws -> T) throws -> T {
+    let signals = [SIGINT, SIGTERM, SIGHUP]
+    let sources = signals.map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            for number in signals { signal(number, SIG_DFL) }
+            printError("objectstore: stopping (signal \(number)); what was staged is removed\n")
+            cancel()
+        }
+        source.resume()
+        return source
+    }
+    defer {
+        for source in sources { source.cancel() }
+        for number in signals { signal(number, SIG_DFL) }
+    }
+    return try body()
+}
