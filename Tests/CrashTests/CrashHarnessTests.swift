@@ -15,7 +15,7 @@ struct CrashHarnessTests {
     static let size = Int(ProcessInfo.processInfo.environment["OBJECTSTORE_CRASH_OBJECTS"] ?? "") ?? 600
 
     /// A model and a document big enough that a run takes a while.
-    static func writeData(in workspace: Harness) throws -> (model: String, data: String, second: String) {
+    static func writeData(in workspace: Harness, objects: Int = size) throws -> (model: String, data: String, second: String) {
         let model = try workspace.write("""
             {"format": "objectstore-model", "formatVersion": 1, "entities": [
               {"name": "Shelf", "attributes": [{"name": "name", "type": "String"}],
@@ -33,7 +33,7 @@ struct CrashHarnessTests {
             }
             return "{\"Shelf\": [\(shelves.joined(separator: ", "))], \"Book\": [\(books.joined(separator: ", "))]}"
         }
-        return (model, try workspace.write(document("", size), to: "data.json"), try workspace.write(document("more-", size / 3), to: "more.json"))
+        return (model, try workspace.write(document("", objects), to: "data.json"), try workspace.write(document("more-", objects / 3), to: "more.json"))
     }
 
     /// Runs `arguments`, sending `signal` to the process after `delay` seconds (nil: let it finish).
@@ -123,15 +123,16 @@ struct CrashHarnessTests {
         }
     }
 
-    @Test("convert, interrupted (SIGINT, SIGTERM): it stops within a batch and removes what it staged; the old destination kept",
-          arguments: [SIGINT, SIGTERM])
-    func interrupted(_ signal: Int32) throws {
+    @Test("convert, interrupted (SIGINT, SIGTERM): it stops within a batch (or after SQLite's copy) and removes what it staged; the old destination kept",
+          arguments: [(SIGINT, "lmdb"), (SIGTERM, "sqlite")])
+    func interrupted(_ signal: Int32, _ type: String) throws {
         let workspace = try Harness()
-        let (model, data, _) = try Self.writeData(in: workspace)
+        // Big enough that a signal lands in the middle of most runs.
+        let (model, data, _) = try Self.writeData(in: workspace, objects: 10 * Self.size)
         let source = workspace.path("source.sqlite")
         #expect(try CLI.run("import", source, data, "--model", model).status == 0)
         let sourceExport = try CLI.run("export", source).stdout
-        let destination = workspace.path("destination.lmdb")
+        let destination = workspace.path("destination.\(type)")
         let arguments = ["convert", source, destination, "--force"]
         #expect(try CLI.run("convert", source, destination).status == 0)
         let total = try Self.duration(arguments) {}

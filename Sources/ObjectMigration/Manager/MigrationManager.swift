@@ -140,6 +140,8 @@ public final class MigrationManager: Sendable {
         }
         do {
             let (keepsIdentity, counts) = try run(source: source, destination: destination)
+            // A cancel that came during a step that reads no batch (a bulk copy) still stops it.
+            if cancelled.load(ordering: .relaxed) { throw MigrationError(.cancelled, "the migration was cancelled") }
             var metadata = try destination.metadata()
             let sourceMetadata = try source.metadata()
             // The application's own metadata keys travel with the data; the store's own keys
