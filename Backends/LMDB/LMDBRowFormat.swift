@@ -195,6 +195,27 @@ final class LMDBRowFormat: Sendable {
         }
     }
 
+    /// The members of the to-many list at `index` of the row of `bytes`, with the order keys it
+    /// keeps (nil: numbered 1, 2, 3…): every other value stepped over and checked, none built.
+    func list(_ bytes: UnsafeRawBufferPointer, at index: Int, of format: LMDBEntityFormat, file: String) throws -> (keys: [ObjectKey], orderKeys: [Int64]?) {
+        try read(bytes, file: file) { reader in
+            _ = try reader.signed()
+            for _ in format.attributes { try reader.skipValue() }
+            for _ in format.toOne { _ = try key(&reader) }
+            var counts: [Int] = [], keys: [ObjectKey] = []
+            for i in format.toMany.indices {
+                let count = try reader.count()
+                if i == index { keys.reserveCapacity(count) }
+                for _ in 0..<count {
+                    let member = try member(&reader)
+                    if i == index { keys.append(member) }
+                }
+                counts.append(count)
+            }
+            return (keys, try orderKeys(&reader, format: format, counts: counts)[format.toMany[index]])
+        }
+    }
+
     /// Appends the row of `bytes` to `batch` (an entity of this format); `exists` says
     /// whether a to-one's target is there (a to-one whose target is gone is left out, as
     /// the record forms leave it out).

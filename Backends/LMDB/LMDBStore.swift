@@ -121,6 +121,10 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
         try read { try view($0).orderedMembers(of: key, relationship: relationship, model: model) }
     }
 
+    public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
+        try read { try view($0).orderedMembers(of: keys, relationship: relationship, model: model) }
+    }
+
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try view($0).scan(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
@@ -370,6 +374,29 @@ struct LMDBView: RowSource {
         try txn.contains(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey))
     }
 
+    /// `orderedMembers(of:relationship:)` of many objects: of each row only the list is read (the
+    /// other values stepped over, none built), its members kept when they exist, as the record
+    /// forms keep them.
+    func orderedMembers(of keys: [ObjectKey], relationship name: String, model: ManagedObjectModel) throws -> [OrderedMembers] {
+        try keys.map { key in
+            guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name], relationship.isToMany,
+                  let entityFormat = format.entities[key.entity], let index = entityFormat.toMany.firstIndex(of: name) else {
+                return try orderedMembers(of: key, relationship: name, model: model)
+            }
+            guard let (members, numbers) = try txn.withValue(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), { bytes in
+                try bytes.map { try format.list($0, at: index, of: entityFormat, file: file) }
+            }) else { return OrderedMembers([]) }
+            var kept = OrderedMembers(keys: [], orderKeys: [])
+            let order = numbers.flatMap { $0.count == members.count ? $0 : nil }
+            for (i, member) in members.enumerated() where try exists(member) {
+                kept.keys.append(member)
+                kept.orderKeys.append(order?[i] ?? Int64(kept.keys.count))
+            }
+            if order == nil { kept.orderKeys = OrderKeys.positions(kept.keys.count) }
+            return relationship.isOrdered ? kept : OrderedMembers(kept.keys.sorted())
+        }
+    }
+
     /// LMDB counts a database's entries itself: a count reads no key (memory stays flat).
     func rowCount(of entity: String) throws -> Int {
         try txn.entryCount(LMDBLayout.rows(entity))
@@ -495,6 +522,9 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     }
     func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
         try read { try $0.orderedMembers(of: key, relationship: relationship, model: model) }
+    }
+    func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
+        try read { try $0.orderedMembers(of: keys, relationship: relationship, model: model) }
     }
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
