@@ -123,30 +123,47 @@ struct CrashHarnessTests {
         }
     }
 
-    @Test("convert, interrupted (SIGINT, SIGTERM): it stops within a batch (or after SQLite's copy) and removes what it staged; the old destination kept",
+    @Test("convert, interrupted (SIGINT, SIGTERM): it stops within a batch (or after SQLite's copy), up to the install, and removes what it staged; the old destination kept",
           arguments: [(SIGINT, "lmdb"), (SIGTERM, "sqlite")])
     func interrupted(_ signal: Int32, _ type: String) throws {
         let workspace = try Harness()
         // Big enough that a signal lands in the middle of most runs.
-        let (model, data, _) = try Self.writeData(in: workspace, objects: 10 * Self.size)
+        let (model, data, more) = try Self.writeData(in: workspace, objects: 10 * Self.size)
         let source = workspace.path("source.sqlite")
         #expect(try CLI.run("import", source, data, "--model", model).status == 0)
         let sourceExport = try CLI.run("export", source).stdout
         let destination = workspace.path("destination.\(type)")
         let arguments = ["convert", source, destination, "--force"]
-        #expect(try CLI.run("convert", source, destination).status == 0)
-        let total = try Self.duration(arguments) {}
+        // The old destination holds other objects: which store is in place after a run tells whether it was stopped.
+        func makeOld() throws {
+            workspace.remove(prefix: "destination.")
+            #expect(try CLI.run("import", destination, more, "--model", model).status == 0)
+        }
+        try makeOld()
+        let oldExport = try CLI.run("export", destination).stdout
+        #expect(oldExport != sourceExport)
+        let total = try Self.duration(arguments, prepare: makeOld)
         var stopped = 0
-        for delay in (1...8).map({ total * Double($0) / 10 }) {
+        // Through the run, and late in it, where the last check comes before the install.
+        for fraction in [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98] {
+            try makeOld()
+            let delay = total * fraction
             let (killed, status) = try Self.run(arguments, killingAfter: delay, with: signal)
             let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
             // Before the tool takes the signal (starting up) it ends the process as always; the next run sweeps.
-            if killed { continue }
-            if status != 0 {
-                stopped += 1
-                #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
+            // Later, up to the install, the tool has it.
+            if killed {
+                #expect(fraction < 0.5, "\(label): the signal ended the process: it was not taken")
+                continue
             }
-            #expect(try CLI.run("export", destination).stdout == sourceExport, "\(label): the destination is the old one or the new one, both the source's")
+            let now = try CLI.run("export", destination).stdout
+            if status == 0 {
+                #expect(now == sourceExport, "\(label): exit 0, so the new store is in place")
+            } else {
+                stopped += 1
+                #expect(now == oldExport, "\(label): stopped, so the old store is in place")
+            }
+            #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
         }
         #expect(stopped > 0, "no run was stopped by the signal: the conversion takes \(total) s")
     }

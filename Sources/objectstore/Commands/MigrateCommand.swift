@@ -152,7 +152,7 @@ struct MigrateCommand: ParsableCommand {
         let objects = Mutex<[Int: [String: Int]]>([:])
         let result: MigrationResult
         do {
-            result = try stoppingOnSignals(migrator.cancel) {
+            result = try stoppingOnSignals(migrator.cancel) { _ in
                 try migrator.migrateStore(at: url, type: type, to: target) { step in
                     if step.progress.phase == .createObjects {
                         objects.withLock { $0[step.step, default: [:]][step.progress.mapping] = max($0[step.step]?[step.progress.mapping] ?? 0, step.progress.completed) }

@@ -123,31 +123,34 @@ struct ConvertCommand: ParsableCommand {
         let bar = ProgressDisplay()
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
                                        usesBulkCopy: !noBulkCopy) { bar.show($0) }
-        do {
-            // The destination's counts as it gives them (read in phase 3, or reported by SQLite
-            // when it copied the tables itself), checked against the source's before the
-            // destination is put in place.
-            let written = try stoppingOnSignals(manager.cancel) {
-                try manager.migrateStore(from: from, to: stagedURL, type: toType, destinationOptions: StoreOptions(author: authorOption.author))
+        // A signal stops the work up to the install; the staged store is then removed.
+        try stoppingOnSignals(manager.cancel) { stop in
+            do {
+                // The destination's counts as it gives them (read in phase 3, or reported by SQLite
+                // when it copied the tables itself), checked against the source's before the
+                // destination is put in place.
+                let written = try manager.migrateStore(from: from, to: stagedURL, type: toType, destinationOptions: StoreOptions(author: authorOption.author))
+                bar.finish()
+                var lines: [String] = []
+                var mismatch: [String] = []
+                for entity in model.entityDescriptions where !entity.isAbstract {
+                    let (a, b) = (try from.objectCount(exactly: entity.name), written[entity.name] ?? 0)
+                    lines.append("\(entity.name) \(b)")
+                    if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
+                }
+                guard mismatch.isEmpty else {
+                    throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
+                }
+                if stop.isRequested { throw MigrationError(.cancelled, "the conversion was stopped by a signal; what was staged is removed") }
+                try toType.install(stagedURL, at: destinationURL, replacing: force ? existing : nil)
+                staging.finish()
+                output(lines.joined(separator: "\n"))
+                if stop.isRequested { printError("objectstore: \(destination): the signal came as it was put in place; it is complete\n") }
+            } catch {
+                bar.finish()
+                staging.discard()
+                throw staging.failure(error, writing: destination)
             }
-            bar.finish()
-            var lines: [String] = []
-            var mismatch: [String] = []
-            for entity in model.entityDescriptions where !entity.isAbstract {
-                let (a, b) = (try from.objectCount(exactly: entity.name), written[entity.name] ?? 0)
-                lines.append("\(entity.name) \(b)")
-                if a != b { mismatch.append("\(entity.name): \(a) in the source, \(b) in the destination") }
-            }
-            guard mismatch.isEmpty else {
-                throw CLIError("\(destination): object counts differ after conversion: " + mismatch.joined(separator: "; "))
-            }
-            try toType.install(stagedURL, at: destinationURL, replacing: force ? existing : nil)
-            staging.finish()
-            output(lines.joined(separator: "\n"))
-        } catch {
-            bar.finish()
-            staging.discard()
-            throw staging.failure(error, writing: destination)
         }
     }
 }
