@@ -298,9 +298,10 @@ final class LMDBSnapshotTransaction {
     let environment: LMDBEnvironment
     let transaction: LMDBTransaction
 
-    /// `region` is the map as it was when the transaction began: it cannot move while a read
-    /// transaction is open (liblmdb remaps only when this process has none). The transaction
-    /// drops the pages it reads from the resident set as it goes (``LMDBTransaction/releasing``).
+    /// `region` is the map as it was when the transaction began (it moves only if this process
+    /// grows the map while the snapshot is open, which liblmdb does not prevent: a write that
+    /// fills the map then). The transaction drops the pages it reads from the resident set as it
+    /// goes (``LMDBTransaction/releasing``).
     fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi],
                      region: (UnsafeMutableRawPointer, Int)?) {
         self.environment = environment
