@@ -386,13 +386,10 @@ struct LMDBView: RowSource {
             guard let (members, numbers) = try txn.withValue(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), { bytes in
                 try bytes.map { try format.list($0, at: index, of: entityFormat, file: file) }
             }) else { return OrderedMembers([]) }
-            var kept = OrderedMembers(keys: [], orderKeys: [])
-            let order = numbers.flatMap { $0.count == members.count ? $0 : nil }
-            for (i, member) in members.enumerated() where try exists(member) {
-                kept.keys.append(member)
-                kept.orderKeys.append(order?[i] ?? Int64(kept.keys.count))
-            }
-            if order == nil { kept.orderKeys = OrderKeys.positions(kept.keys.count) }
+            // The list alone as a row, read by the rule every row store reads a list by.
+            var row = StoredRow(version: 0, attributes: [:], relationships: [:])
+            row.setList(name, members, orderKeys: numbers)
+            let kept = try row.members(name, keeping: exists)
             return relationship.isOrdered ? kept : OrderedMembers(kept.keys.sorted())
         }
     }

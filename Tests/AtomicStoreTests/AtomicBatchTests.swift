@@ -61,6 +61,17 @@ struct AtomicBatchTests {
         #expect(file == frame(body, flags: 1))
     }
 
+    @Test("the tables' batch insert, which lays rows out by slot, refuses a batch carrying to-many lists (its store sends such batches as records) and changes nothing")
+    func tablesRefuseLists() throws {
+        let model = StoreConformance.model
+        var tables = RecordTables(metadata: try StoreMetadata(storeType: "atomic", model: model))
+        var batch = RecordBatch(entity: try #require(model.entity(named: "Tag")))
+        batch.appendRow(primaryKey: 1)
+        batch.setToMany("tracks", [OrderedMembers([ObjectKey("Track", 2)])])
+        #expect(throws: StoreError.self) { try tables.insert([batch], model: model, checkingReferences: false, file: "t") }
+        #expect(try tables.row(ObjectKey("Tag", 1)) == nil)
+    }
+
     @Test("row offsets take four bytes until the rows span 4 GiB, then eight")
     func offsets() {
         var offsets = RowOffsets(base: 100)
