@@ -56,10 +56,10 @@ let package = Package(
         ),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB", "CZlib", log], path: "Backends/LMDB"),
-        // libpq, the PostgreSQL client library: its blocking API fits the synchronous store contract.
-        .systemLibrary(name: "CLibPQ", path: "Backends/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Through libpq, the PostgreSQL client library (its blocking API fits the synchronous store
+        // contract), loaded when the first connection is made (LibPQ.swift): not linked.
         .target(
-            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLibPQ", log], path: "Backends/PostgreSQL"
+            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", log], path: "Backends/PostgreSQL"
         ),
         .target(
             name: "AtomicStore",

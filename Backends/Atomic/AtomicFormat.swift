@@ -253,7 +253,7 @@ enum AtomicFormat {
             previous = token
             let bytes = try reader.bytes(try reader.length())
             // Checked now, so a damaged record is found when the file is read, not when history is.
-            _ = try HistoryRecord(decoding: bytes, place: "\(file), transaction \(token)")
+            try HistoryRecord.check(bytes, place: "\(file), transaction \(token)")
             tables.history.append(HistoryEntry(token: token, bytes: Data(bytes)))
         }
     }

@@ -1,4 +1,3 @@
-internal import CLibPQ
 import Foundation
 import ObjectModel
 import ObjectStore
@@ -61,24 +60,24 @@ final class PGRows {
 
     init(_ handle: OpaquePointer) {
         self.handle = handle
-        count = Int(PQntuples(handle))
-        columns = Int(PQnfields(handle))
+        count = Int(LibPQ.api.ntuples(handle))
+        columns = Int(LibPQ.api.nfields(handle))
     }
 
-    deinit { PQclear(handle) }
+    deinit { LibPQ.api.clear(handle) }
 
     /// Whether the value at `row`, `column` is NULL.
-    func isNull(_ row: Int, _ column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
+    func isNull(_ row: Int, _ column: Int) -> Bool { LibPQ.api.getisnull(handle, Int32(row), Int32(column)) == 1 }
 
     /// The text of a value, nil for NULL.
     func text(_ row: Int, _ column: Int) -> String? {
-        guard !isNull(row, column), let raw = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         return String(cString: raw)
     }
 
     /// A `bigint` value, nil for NULL or text that is no integer.
     func int64(_ row: Int, _ column: Int) -> Int64? {
-        guard !isNull(row, column), let raw = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         var end: UnsafeMutablePointer<CChar>?
         errno = 0
         let value = strtoll(raw, &end, 10)
@@ -88,9 +87,9 @@ final class PGRows {
 
     /// A `bytea` value (hex output), nil for NULL or a malformed value.
     func bytes(_ row: Int, _ column: Int) -> Data? {
-        guard !isNull(row, column), let raw = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         // The `\x…` hex form of `bytea`.
-        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        let length = Int(LibPQ.api.getlength(handle, Int32(row), Int32(column)))
         let text = UnsafeRawBufferPointer(start: raw, count: length)
         guard length >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else { return nil }
         return Data(hexString: String(decoding: text.dropFirst(2), as: UTF8.self))
@@ -103,27 +102,30 @@ final class PGRows {
 /// `PQexecParams` with bound parameters (text, or binary for `bytea`); every result is checked
 /// where the call is made and a failure becomes a ``PostgreSQLError``.
 final class PGConnection {
+    private let pq: LibPQ
     private let handle: OpaquePointer
     private var closed = false
 
     /// Connects with a libpq connection string or URI.
     /// - Throws: ``PostgreSQLError`` with libpq's message when the connection fails.
     init(conninfo: String) throws {
-        guard let connection = PQconnectdb(conninfo) else {
+        let pq = try LibPQ.loaded()
+        guard let connection = pq.connectdb(conninfo) else {
             throw PostgreSQLError(sqlState: "08001", message: "libpq could not allocate a connection")
         }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
-            PQfinish(connection)
+        guard pq.status(connection) == LibPQ.connectionOK else {
+            let message = (pq.errorMessage(connection).map { String(cString: $0) } ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            pq.finish(connection)
             // libpq gives a failed connection no SQLSTATE: the server's message says which it was.
             let state = message.contains("role \"") && message.contains("does not exist") ? "28000"
                 : message.contains("password authentication failed") ? "28P01"
                 : message.contains("does not exist") ? "3D000" : "08001"
             throw PostgreSQLError(sqlState: state, message: message)
         }
+        self.pq = pq
         handle = connection
         // Notices (`… already exists, skipping`) are not errors and not the tool's output.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        _ = pq.setNoticeProcessor(handle, { _, _ in }, nil)
         try execute("SET client_min_messages = warning; SET extra_float_digits = 3")
     }
 
@@ -132,36 +134,36 @@ final class PGConnection {
     func close() {
         guard !closed else { return }
         closed = true
-        PQfinish(handle)
+        pq.finish(handle)
     }
 
     /// The socket the server's messages arrive on (for `poll`), or -1.
-    var socket: Int32 { closed ? -1 : PQsocket(handle) }
+    var socket: Int32 { closed ? -1 : pq.socket(handle) }
 
     /// Reads what arrived and drops the notifications it held (`LISTEN`); returns how many there were.
     @discardableResult
     func consumeNotifications() -> Int {
-        guard !closed, PQconsumeInput(handle) == 1 else { return 0 }
+        guard !closed, pq.consumeInput(handle) == 1 else { return 0 }
         var count = 0
-        while let notification = PQnotifies(handle) {
-            PQfreemem(notification)
+        while let notification = pq.notifies(handle) {
+            pq.freemem(notification)
             count += 1
         }
         return count
     }
 
     /// Whether the connection is open and the server still answers on it.
-    var isUsable: Bool { !closed && PQstatus(handle) == CONNECTION_OK }
+    var isUsable: Bool { !closed && pq.status(handle) == LibPQ.connectionOK }
 
     /// Whether the server is in a transaction block (or a failed one).
     var inTransaction: Bool {
-        let status = PQtransactionStatus(handle)
-        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+        let status = pq.transactionStatus(handle)
+        return status == LibPQ.inTransaction || status == LibPQ.inFailedTransaction
     }
 
     /// Runs SQL without parameters (several statements allowed).
     func execute(_ sql: String) throws {
-        guard let result = PQexec(handle, sql) else { throw lost() }
+        guard let result = pq.exec(handle, sql) else { throw lost() }
         _ = try check(result)
     }
 
@@ -190,7 +192,7 @@ final class PGConnection {
             }
         }
         let values = buffers.map { UnsafePointer($0) }
-        guard let result = PQexecParams(handle, sql, Int32(count), nil, values, lengths, formats, 0) else { throw lost() }
+        guard let result = pq.execParams(handle, sql, Int32(count), nil, values, lengths, formats, 0) else { throw lost() }
         return try check(result)
     }
 
@@ -209,24 +211,24 @@ final class PGConnection {
     /// Starts `COPY … FROM STDIN`: until ``endCopy()`` or ``abortCopy()`` the connection takes only
     /// ``putCopyData(_:)``. The server reads each chunk as it comes, while the next is made.
     func beginCopy(_ sql: String) throws {
-        guard let start = PQexec(handle, sql) else { throw lost() }
-        guard PQresultStatus(start) == PGRES_COPY_IN else { _ = try check(start); throw lost() }
-        PQclear(start)
+        guard let start = pq.exec(handle, sql) else { throw lost() }
+        guard pq.resultStatus(start) == LibPQ.copyIn else { _ = try check(start); throw lost() }
+        pq.clear(start)
     }
 
     /// Sends a chunk of the copy's data.
     func putCopyData(_ chunk: Data) throws {
         let sent = chunk.withUnsafeBytes { raw in
-            PQputCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(raw.count))
+            pq.putCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(raw.count))
         }
         guard sent == 1 else { throw lost() }
     }
 
     /// Ends the copy; throws what the server said of its data (a key in use, a value it refused).
     func endCopy() throws {
-        guard PQputCopyEnd(handle, nil) == 1 else { throw lost() }
+        guard pq.putCopyEnd(handle, nil) == 1 else { throw lost() }
         var failure: PostgreSQLError?
-        while let result = PQgetResult(handle) {
+        while let result = pq.getResult(handle) {
             do { _ = try check(result) } catch let error as PostgreSQLError { failure = failure ?? error }
         }
         if let failure { throw failure }
@@ -234,25 +236,25 @@ final class PGConnection {
 
     /// Ends the copy as failed: the server keeps none of it.
     func abortCopy() {
-        _ = PQputCopyEnd(handle, "the writer failed")
-        while let result = PQgetResult(handle) { PQclear(result) }
+        _ = pq.putCopyEnd(handle, "the writer failed")
+        while let result = pq.getResult(handle) { pq.clear(result) }
     }
 
     private func lost() -> PostgreSQLError {
-        PostgreSQLError(sqlState: "08006", message: String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines))
+        PostgreSQLError(sqlState: "08006", message: (pq.errorMessage(handle).map { String(cString: $0) } ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     private func check(_ result: OpaquePointer) throws -> PGRows {
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
+        let status = pq.resultStatus(result)
+        guard status == LibPQ.commandOK || status == LibPQ.tuplesOK || status == LibPQ.emptyQuery else {
             func field(_ code: Character) -> String? {
-                PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+                pq.resultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
             }
             let error = PostgreSQLError(
                 sqlState: field("C") ?? "08006",
-                message: field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines),
+                message: field("M") ?? (pq.resultErrorMessage(result).map { String(cString: $0) } ?? "").trimmingCharacters(in: .whitespacesAndNewlines),
                 detail: field("D"))
-            PQclear(result)
+            pq.clear(result)
             throw error
         }
         return PGRows(result)

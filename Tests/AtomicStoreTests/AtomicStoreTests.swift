@@ -237,6 +237,42 @@ struct AtomicFileTests {
         try store.close()
     }
 
+    @Test("metadata, then open: the open sees the file as it is then, whether it was replaced, rewritten in place or damaged in between")
+    func metadataThenOpen() throws {
+        let folder = try Folder()
+        _ = try makeStore(at: folder.store, people: 2)
+        func names(_ options: StoreOptions = StoreOptions(readOnly: true)) throws -> [String] {
+            let store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: options)
+            defer { try? store.close() }
+            return try store.fetch(FetchRequest(entity: "Person")).compactMap { if case .string(let name)? = $0.attributes["name"] { name } else { nil } }.sorted()
+        }
+        // Unchanged: the open takes what the metadata read.
+        _ = try AtomicStoreType().readMetadata(at: folder.store)
+        #expect(try names() == ["p1", "p2"])
+        // Replaced (renamed over, as a save of another process does) between the two.
+        let other = try Folder()
+        let original = try Data(contentsOf: folder.store)
+        _ = try makeStore(at: other.store, people: 3)
+        _ = try AtomicStoreType().readMetadata(at: folder.store)
+        #expect(rename(other.store.path, folder.store.path) == 0)
+        #expect(try names() == ["p1", "p2", "p3"])
+        // Rewritten in place (not what a save does): read again, and found damaged.
+        try original.write(to: folder.store)
+        _ = try AtomicStoreType().readMetadata(at: folder.store)
+        let handle = try FileHandle(forWritingTo: folder.store)
+        try handle.write(contentsOf: Data(repeating: 0, count: 64))
+        try handle.close()
+        #expect(throws: StoreError.self) { try names() }
+        // Another store opened after the metadata of this one takes nothing of it.
+        try original.write(to: folder.store)
+        _ = try makeStore(at: other.store, people: 4)
+        _ = try AtomicStoreType().readMetadata(at: folder.store)
+        let another = try AtomicStoreType().open(at: other.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
+        #expect(try another.fetch(FetchRequest(entity: "Person")).count == 4)
+        try another.close()
+        #expect(try names(StoreOptions()) == ["p1", "p2"])
+    }
+
     @Test("the type is recognised by its header")
     func detection() throws {
         let folder = try Folder()

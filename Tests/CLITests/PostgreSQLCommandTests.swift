@@ -20,6 +20,20 @@ struct PostgreSQLCommandTests {
         #expect(!result.stderr.contains("s3cret-word"))
     }
 
+    @Test("libpq is loaded by the first connection, never by a command on a file store (the dynamic linker's own account)")
+    func libpqLoadedOnDemand() throws {
+        let workspace = try Workspace()
+        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
+        let store = workspace.url.appending(path: "lib.sqlite").path
+        #expect(try CLI.run("import", store, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        let files = ["LD_DEBUG": "files"]
+        let local = try CLI.run(["inspect", store], environment: files)
+        #expect(local.status == 0 && local.stderr.contains("file=libc.so.6"), "LD_DEBUG reports the libraries: \(local.stderr.prefix(300))")
+        #expect(!local.stderr.contains("libpq"), "a file store loaded libpq")
+        let server = try CLI.run(["inspect", "postgresql://nobody@127.0.0.1:1/db?schema=x"], environment: files)
+        #expect(server.status == 1 && server.stderr.contains("file=libpq.so.5"), "\(server.stderr.suffix(300))")
+    }
+
     @Test("create makes a server store; convert onto the same store spelled otherwise is refused at once, the store kept")
     func createAndSameStore() throws {
         let pg = try PostgreSQLTestServer.location().absoluteString

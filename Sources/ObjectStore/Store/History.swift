@@ -223,6 +223,19 @@ public struct HistoryRecord: Sendable, Hashable {
     /// Decodes ``encoded()``'s bytes.
     /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` naming `place` for bytes it did not write.
     public init<Bytes: Collection<UInt8>>(decoding bytes: Bytes, place: String) throws {
+        self = try Self.read(bytes, place: place, keeping: true)!
+    }
+
+    /// Checks ``encoded()``'s bytes as ``init(decoding:place:)`` does, without building the
+    /// record: a store that keeps its history as bytes checks it when read without holding
+    /// every key of every transaction at once.
+    /// - Throws: ``StoreError`` with ``StoreError/Code/corrupt`` naming `place` for bytes it did not write.
+    public static func check<Bytes: Collection<UInt8>>(_ bytes: Bytes, place: String) throws {
+        _ = try read(bytes, place: place, keeping: false)
+    }
+
+    /// Reads a record's bytes, checking every part; with `keeping`, builds the record.
+    private static func read<Bytes: Collection<UInt8>>(_ bytes: Bytes, place: String, keeping: Bool) throws -> HistoryRecord? {
         let bytes = Array(bytes)
         var at = 0
         func fail(_ why: String) -> StoreError { StoreError(.corrupt, "\(place): history record \(why) at byte \(at)") }
@@ -256,38 +269,41 @@ public struct HistoryRecord: Sendable, Hashable {
         at += 8
         let seconds = Double(bitPattern: bits)
         guard seconds.isFinite else { throw fail("has a timestamp that is not a number") }
-        timestamp = Date(timeIntervalSince1970: seconds)
         let authorLength = try count()
-        author = authorLength == 0 ? nil : try string(length: authorLength - 1)
+        let author = authorLength == 0 ? nil : try string(length: authorLength - 1)
         var nameList: [String] = []
         for _ in 0..<(try count()) { nameList.append(try string(length: try count())) }
         var inserted: [ObjectKey] = [], deleted: [ObjectKey] = [], updated: [UpdatedObject] = []
-        func keys(_ entity: String) throws -> [ObjectKey] {
+        func keys(_ entity: String, into list: inout [ObjectKey]) throws {
             var last: Int64 = 0
-            return try (0..<(try count())).map { _ in
+            for _ in 0..<(try count()) {
                 last = last &+ Int64(bitPattern: try varint())
-                return ObjectKey(entity, last)
+                if keeping { list.append(ObjectKey(entity, last)) }
             }
         }
         for _ in 0..<(try count()) {
             let entity = try string(length: try count())
-            inserted += try keys(entity)
-            deleted += try keys(entity)
+            try keys(entity, into: &inserted)
+            try keys(entity, into: &deleted)
             var last: Int64 = 0
             for _ in 0..<(try count()) {
                 last = last &+ Int64(bitPattern: try varint())
-                let names = try (0..<(try count())).map { _ in
+                var names: [String] = []
+                for _ in 0..<(try count()) {
                     let index = try varint()
                     guard index < UInt64(nameList.count) else { throw fail("names property \(index) of \(nameList.count)") }
-                    return nameList[Int(index)]
+                    if keeping { names.append(nameList[Int(index)]) }
                 }
-                updated.append(UpdatedObject(key: ObjectKey(entity, last), properties: names))
+                if keeping { updated.append(UpdatedObject(key: ObjectKey(entity, last), properties: names)) }
             }
         }
         guard at == bytes.count else { throw fail("has \(bytes.count - at) bytes after its end") }
-        self.inserted = inserted
-        self.updated = updated
-        self.deleted = deleted
+        guard keeping else { return nil }
+        var record = HistoryRecord(timestamp: Date(timeIntervalSince1970: seconds), author: author)
+        record.inserted = inserted
+        record.updated = updated
+        record.deleted = deleted
+        return record
     }
 
     private static func put(_ value: UInt64, into out: inout [UInt8]) {
