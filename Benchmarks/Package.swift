@@ -49,6 +49,10 @@ let package = Package(
                            .product(name: "AtomicStore", package: "ObjectStore"), .product(name: "InMemoryStore", package: "ObjectStore")],
             path: "Sources/atomic-bench"
         ),
+        // A whole command's floor for atomic-bench: C reading an atomic store, as a process of its own.
+        .executableTarget(name: "atomic-reader", dependencies: ["CBaseline"], path: "Sources/atomic-reader"),
+        // Runs a command and prints its seconds and its own peak resident memory (wait4).
+        .executableTarget(name: "measure", path: "Sources/measure"),
         // Batch update and delete against sqlite3, history's cost on insert, watch latency (issue 22).
         .executableTarget(
             name: "live-bench",

@@ -13,7 +13,7 @@ objects=${1:-1000000}
 pairs=$((objects / 2))
 # OBJECTSTORE=<binary> uses that build instead (a debug one, to try the script).
 tool=${OBJECTSTORE:-}
-if [ -z "$tool" ]; then swift build -c release --product objectstore >&2; tool=$PWD/.build/release/objectstore; fi
+if [ -z "$tool" ]; then swift build -c release --static-swift-stdlib --product objectstore >&2; tool=$PWD/.build/release/objectstore; fi
 
 bin=$(pg_config --bindir 2>/dev/null || true)
 [ -x "$bin/initdb" ] || bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)

@@ -6,7 +6,9 @@ import InMemoryStore
 import ObjectModel
 import ObjectStore
 
-// atomic-bench report [objects] [iterations] : measures everything and prints a Markdown report
+// atomic-bench report [objects] [iterations] [objectstore]
+//                                             : measures everything and prints a Markdown report; with the tool's
+//                                               path, also `objectstore inspect` against a C reader, whole processes
 // atomic-bench load <file>                    : opens an atomic store, reads every object, prints the peak RSS in bytes
 // atomic-bench idle                           : prints the peak RSS of a process that only starts (the runtime's share)
 // atomic-bench memory [iterations]            : the in-memory store figures alone
@@ -219,6 +221,35 @@ case "report":
     let idle = try runChild(["idle"])
     let peak = try runChild(["load", ourFile.path])
 
+    // Whole processes, each started by `measure` (its own peak resident memory, from wait4): the tool
+    // opening the store (`inspect`: read whole, SHA-256, every value checked, counts) against C's reader.
+    var wholeCommands: (c: (Double, Int), tool: (Double, Int))?
+    if arguments.count > 4 {
+        FileHandle.standardError.write(Data("whole commands: objectstore inspect and the C reader…\n".utf8))
+        let here = URL(filePath: arguments[0]).deletingLastPathComponent()
+        func measured(_ command: [String]) throws -> (Double, Int) {
+            let process = Process()
+            process.executableURL = here.appending(path: "measure")
+            process.arguments = command
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let said = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")
+            process.waitUntilExit()
+            guard process.terminationStatus == 0, said.count == 2, let time = Double(said[0]),
+                  let kib = Int(said[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                fail("measure \(command.joined(separator: " ")) failed")
+            }
+            return (time, kib * 1024)
+        }
+        func median5(_ command: [String]) throws -> (Double, Int) {
+            let runs = try (0..<5).map { _ in try measured(command) }
+            return (runs.map(\.0).sorted()[2], runs.map(\.1).sorted()[2])
+        }
+        wholeCommands = (try median5([here.appending(path: "atomic-reader").path, ourFile.path]),
+                         try median5([arguments[4], "inspect", ourFile.path]))
+    }
+
     FileHandle.standardError.write(Data("in-memory stores, \(iterations) iterations…\n".utf8))
     let memory = try inMemoryFigures(iterations: iterations)
 
@@ -242,6 +273,17 @@ case "report":
     | the open store: a process that opens it and reads every object, less an idle process's \(mib(idle)) | \(mib(peak - idle)) | \(ratio(Double(peak - idle), Double(fileSize))) | ≤ 3× |
     | the whole process (the Swift runtime and Foundation alone are \(ratio(Double(idle), Double(fileSize))) this file) | \(mib(peak)) | \(ratio(Double(peak), Double(fileSize))) | — |
 
+    """)
+    if let (c, tool) = wholeCommands {
+        print("""
+        | whole processes (median of 5; peak resident memory from wait4) | time | against C | peak memory | against the file |
+        |---|---|---|---|---|
+        | C: read, check, parse into structs (`atomic-reader`) | \(ms(c.0)) | 1× | \(mib(c.1)) | \(ratio(Double(c.1), Double(fileSize))) |
+        | `objectstore inspect` | \(ms(tool.0)) | \(ratio(tool.0, c.0)) | \(mib(tool.1)) | \(ratio(Double(tool.1), Double(fileSize))) |
+
+        """)
+    }
+    print("""
     | in-memory store, create + open (release build, best of 3 × \(iterations)) | per store | target |
     |---|---|---|
     """)
@@ -252,10 +294,14 @@ case "report":
     thresholds.record("new store, batch bulkInsert / C save", fillBatches / cSave)
     thresholds.record("load (open: read, checked, parsed, indexed) / C read and parse", openOnly / cLoad)
     thresholds.record("peak memory of the open store (process less idle) / file size", Double(peak - idle) / Double(fileSize))
+    if let (c, tool) = wholeCommands {
+        thresholds.record("objectstore inspect / C reader, whole processes", tool.0 / c.0)
+        thresholds.record("objectstore inspect peak memory / file size", Double(tool.1) / Double(fileSize))
+    }
     thresholds.record("in-memory store create + open, slowest case, microseconds", memory.map(\.1).max() ?? .infinity)
     thresholds.finish()
     _ = (cDigest, ourDigest.digest)
     try? FileManager.default.removeItem(at: folder)
 default:
-    print("usage: atomic-bench report [objects] [iterations] | load <file> | idle | memory [iterations] | make <file> [objects]")
+    print("usage: atomic-bench report [objects] [iterations] [objectstore] | load <file> | idle | memory [iterations] | make <file> [objects]")
 }
