@@ -47,13 +47,15 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     let historyPolicy: HistoryPolicy
     /// Whether this is a snapshot: its connection stays in one read transaction until closed.
     private let isSnapshot: Bool
-    /// Guards ``reader``.
-    private let lock = Mutex(())
-    /// The connection and what reads through it. Not Sendable: it is only ever
-    /// touched inside `lock`, by one thread at a time, and never escapes a call.
-    nonisolated(unsafe) private var reader: SQLiteReader?
-    /// External data files committed saves no longer name, waiting for readers of earlier moments (under `lock`).
-    nonisolated(unsafe) private var retired: [URL] = []
+    /// What the store's lock guards. The reader is not Sendable: it lives inside the lock,
+    /// touched by one thread at a time, and never escapes a call.
+    private struct State {
+        /// The connection and what reads through it; nil once closed.
+        var reader: SQLiteReader?
+        /// External data files committed saves no longer name, waiting for readers of earlier moments.
+        var retired: [URL] = []
+    }
+    private let state: Mutex<State>
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         self.url = url
@@ -90,11 +92,11 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         historyPolicy = HistoryPolicy(options)
         identifier = metadata.storeUUID ?? UUID()
         isSnapshot = false
-        reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
         // Files a crash left that no row names (best effort: a store another process is writing is left alone).
         if !options.readOnly, SQLiteExternalData.sharingStores(url).isEmpty {
             try? external.removeOrphans(connection, columns: SQLiteExternalData.columns(schema, model))
         }
+        state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
     }
 
     /// A second connection to `store`'s file, inside one read transaction: in WAL mode it
@@ -120,7 +122,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             connection.close()
             throw error
         }
-        reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
+        state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
     }
 
     public func snapshot() throws -> any PersistentStore {
@@ -251,9 +253,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// obsolete are removed after the commit once no reader reads an earlier moment, which may
     /// name them (``retireFiles(_:_:)``).
     /// `recording` gives the history record of the write once `body` has run (nil for none), written in the same transaction.
-    func write<T>(immediate: Bool = true, recording: () -> HistoryRecord? = { nil }, _ body: (SQLiteWriter) throws -> T) throws -> T {
+    func write<T: Sendable>(immediate: Bool = true, recording: () -> HistoryRecord? = { nil }, _ body: (SQLiteWriter) throws -> T) throws -> T {
         try checkWritable()
-        return try withReader { reader in
+        return try withState { state in
+            guard let reader = state.reader else { throw StoreError(.closed, "the store is closed", url: url) }
             let files = ExternalFileLedger()
             do {
                 let result = try reader.connection.transaction(immediate: immediate) {
@@ -263,7 +266,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
                     try files.flush(url: url)
                     return result
                 }
-                retireFiles(files.committed(), reader.connection)
+                Self.retireFiles(files.committed(), &state.retired, reader.connection)
                 return result
             } catch {
                 files.rolledBack()
@@ -276,7 +279,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// when no reader (a snapshot, another process) reads a moment that names them; the rest
     /// wait for a later save or the close. What a process leaves when it ends is swept when the
     /// store is next opened for writing (``SQLiteExternalData/removeOrphans(_:columns:)``).
-    private func retireFiles(_ obsolete: [URL], _ connection: SQLiteConnection) {
+    private static func retireFiles(_ obsolete: [URL], _ retired: inout [URL], _ connection: SQLiteConnection) {
         retired += obsolete
         guard !retired.isEmpty, SQLiteExternalData.noEarlierReaders(connection) else { return }
         for file in retired { try? FileManager.default.removeItem(at: file) }
@@ -343,14 +346,14 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// Closes the connection; the last connection to close folds the WAL into the main file.
     /// A store opened with deferred durability is made durable first.
     public func close() throws {
-        try lock.withLock { _ in
-            guard let current = reader else { return }
+        try withState { state in
+            guard let current = state.reader else { return }
             defer {
                 current.connection.close()
-                reader = nil
+                state.reader = nil
             }
             if isSnapshot { try current.connection.execute("COMMIT") }
-            retireFiles([], current.connection)
+            Self.retireFiles([], &state.retired, current.connection)
             if deferredDurability {
                 try current.connection.execute("PRAGMA synchronous = FULL")
                 if let mode = journalModeAtClose {
@@ -377,11 +380,16 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
     }
 
-    func withReader<T>(_ body: (SQLiteReader) throws -> T) throws -> T {
-        try lock.withLock { _ in
-            guard let reader else { throw StoreError(.closed, "the store is closed", url: url) }
+    func withReader<T: Sendable>(_ body: (SQLiteReader) throws -> T) throws -> T {
+        try withState { state in
+            guard let reader = state.reader else { throw StoreError(.closed, "the store is closed", url: url) }
             return try body(reader)
         }
+    }
+
+    /// Runs `body` with the store's state, under its lock.
+    private func withState<T: Sendable>(_ body: (inout State) throws -> T) throws -> T {
+        try state.withLock { state in try body(&state) }
     }
 }
 

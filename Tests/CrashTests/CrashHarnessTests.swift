@@ -168,6 +168,37 @@ struct CrashHarnessTests {
         #expect(stopped > 0, "no run was stopped by the signal: the conversion takes \(total) s")
     }
 
+    @Test("import into a new store, interrupted (SIGINT, SIGTERM, SIGHUP): it stops at its next write, up to the install, says so, and leaves no store and nothing staged",
+          arguments: [(SIGINT, "sqlite"), (SIGTERM, "lmdb"), (SIGHUP, "atomic")])
+    func importInterrupted(_ signal: Int32, _ type: String) throws {
+        let workspace = try Harness()
+        let (model, data, _) = try Self.writeData(in: workspace, objects: 10 * Self.size)
+        let store = workspace.path("store.\(type)")
+        let arguments = ["import", store, data, "--model", model]
+        func clear() { workspace.remove(prefix: "store.") }
+        let total = try Self.duration(arguments, prepare: clear)
+        let complete = try CLI.run("export", store).stdout
+        var stopped = 0
+        for fraction in [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98] {
+            clear()
+            let delay = total * fraction
+            let (killed, status) = try Self.run(arguments, killingAfter: delay, with: signal)
+            let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
+            if killed {
+                #expect(fraction < 0.5, "\(label): the signal ended the process: it was not taken")
+                continue
+            }
+            if status == 0 {
+                #expect(try CLI.run("export", store).stdout == complete, "\(label): exit 0, so the whole store is in place")
+            } else {
+                stopped += 1
+                #expect(!FileManager.default.fileExists(atPath: store), "\(label): stopped, yet a store is in place")
+            }
+            #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
+        }
+        #expect(stopped > 0, "no run was stopped by the signal: the import takes \(total) s")
+    }
+
     @Test("import, killed: a new store is absent or complete; an existing one has the old objects or all of them",
           arguments: durable)
     func importing(_ type: String) throws {

@@ -453,13 +453,17 @@ struct BatchImporter {
               let written = toManyWrites(sharedManyToMany: foreignKeys.sharesManyToManyTables) else {
             return try store.bulkInsert(records())
         }
-        for part in parts where !part.ids.isEmpty { try store.bulkInsert(part.batch, checkingReferences: false) }
+        for part in parts where !part.ids.isEmpty {
+            try options.checkCancelled()
+            try store.bulkInsert(part.batch, checkingReferences: false)
+        }
         // With one join table for both sides of a many-to-many, one side is written and the store
         // completes the other; with a table per side, each is written.
         let completes = foreignKeys.sharesManyToManyTables
         var updates: [ObjectUpdate] = []
         func flush() throws {
             guard !updates.isEmpty else { return }
+            try options.checkCancelled()
             try store.save(ChangeSet(updated: updates, keepsVersions: true, checksReferences: false, completesInverses: completes))
             updates.removeAll(keepingCapacity: true)
         }

@@ -23,6 +23,16 @@ extension JSONInterchange {
         public var fillsNewStore: Bool
         /// The author of the history transaction of a store the import fills (``fillsNewStore``).
         public var author: String?
+        /// Asked before each of the import's writes (the one save; or, filling a new store, each
+        /// entity's batch and each thousand relationship updates): true stops the import with a
+        /// `CancellationError`. A store being filled then holds the writes made so far, so it is
+        /// to be thrown away (as `objectstore import` does with its staged store on Ctrl-C).
+        public var isCancelled: (@Sendable () -> Bool)?
+
+        /// Throws `CancellationError` when ``isCancelled`` says so.
+        func checkCancelled() throws {
+            if isCancelled?() == true { throw CancellationError() }
+        }
 
         /// Options; by default every object of the document is a new one, and every object a
         /// relationship names is one of the document's.
@@ -77,6 +87,7 @@ extension JSONInterchange {
         do {
             guard !options.upsert, !options.linksExisting else { throw BatchImporter.Declined() }
             try batches.read(data)
+            try options.checkCancelled()
             try batches.write()
             for part in batches.parts where !part.ids.isEmpty { result.inserted[part.entity.name, default: 0] += part.ids.count }
             inserted = batches.keys
@@ -86,6 +97,7 @@ extension JSONInterchange {
             inserted = importer.objects.filter { $0.updates == nil }.map(\.key)
         }
         if options.fillsNewStore, !inserted.isEmpty {
+            try options.checkCancelled()
             try store.continueHistory(after: 0, recording: HistoryRecord(author: options.author, inserted: inserted))
         }
         return result
@@ -169,6 +181,7 @@ struct Importer {
         let linksExisting = objects.contains { $0.given.values.contains { $0.contains { if case .existing = $0 { true } else { false } } } }
         guard linksExisting || objects.contains(where: { $0.updates != nil }) else {
             try validate(records)
+            try options.checkCancelled()
             try store.bulkInsert(records)
             return result
         }
@@ -209,6 +222,7 @@ struct Importer {
             checked.append((object, merged))
         }
         try validate(checked)
+        try options.checkCancelled()
         try store.save(ChangeSet(inserted: inserted, updated: updated))
         return result
     }

@@ -79,14 +79,22 @@ struct ImportCommand: ParsableCommand {
         try type.checkNewStoreLocation(url)
         type.sweepAndSay(beside: url)
         let staging = try type.stage(beside: url, verb: "importing")
-        do {
-            let counts = try fill(staging.url, type: type, model: model, bytes)
-            try type.install(staging.url, at: url, replacing: nil)
-            staging.finish()
-            for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
-        } catch {
-            staging.discard()
-            throw staging.failure(error, writing: store)
+        // A signal stops the import at its next write, up to the install; the staged store is then removed.
+        try stoppingOnSignals({}) { stop in
+            do {
+                let counts = try fill(staging.url, type: type, model: model, bytes, stop: stop)
+                if stop.isRequested { throw CancellationError() }
+                try type.install(staging.url, at: url, replacing: nil)
+                staging.finish()
+                for name in counts.keys.sorted() { output("\(name) \(counts[name]!)") }
+                if stop.isRequested { printError("objectstore: \(store): the signal came as it was put in place; it is complete\n") }
+            } catch is CancellationError {
+                staging.discard()
+                throw CLIError("\(store): the import was stopped by a signal; nothing was imported, and what was staged is removed")
+            } catch {
+                staging.discard()
+                throw staging.failure(error, writing: store)
+            }
         }
     }
 }
@@ -94,11 +102,12 @@ struct ImportCommand: ParsableCommand {
 extension ImportCommand {
     /// Creates the store at `url` and imports the document into it; returns the counts. The store
     /// is staged, so it is filled as a conversion fills its destination (``JSONInterchange/ImportOptions/fillsNewStore``).
-    func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data) throws -> [String: Int] {
+    func fill(_ url: URL, type: any StoreType, model: ManagedObjectModel, _ bytes: Data, stop: StopRequest) throws -> [String: Int] {
         let opened = try type.open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false, author: authorOption.author))
         do {
-            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data,
-                                                            options: .init(fillsNewStore: true, author: authorOption.author)).objects
+            var options = JSONInterchange.ImportOptions(fillsNewStore: true, author: authorOption.author)
+            options.isCancelled = { stop.isRequested }
+            let counts = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: options).objects
             try opened.close()
             return counts
         } catch {
