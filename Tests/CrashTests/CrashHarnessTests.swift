@@ -55,6 +55,21 @@ struct CrashHarnessTests {
         return (process.terminationReason == .uncaughtSignal, process.terminationStatus)
     }
 
+    /// Runs `arguments`, sending `signal` at `fraction` of `total` seconds: the run's label and
+    /// status, or nil when the signal ended the process. Before the tool takes signals (starting
+    /// up) one ends the process as always, and the next run sweeps; later, up to the install, the
+    /// tool has it, so the process must not end by it past the middle of a run.
+    static func interrupt(_ arguments: [String], at fraction: Double, of total: Double, with signal: Int32) throws -> (label: String, status: Int32)? {
+        let delay = total * fraction
+        let (killed, status) = try run(arguments, killingAfter: delay, with: signal)
+        let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
+        if killed {
+            #expect(fraction < 0.5, "\(label): the signal ended the process: it was not taken")
+            return nil
+        }
+        return (label, status)
+    }
+
     /// How long an uninterrupted run takes.
     static func duration(_ arguments: [String], prepare: () throws -> Void) throws -> Double {
         try prepare()
@@ -147,15 +162,7 @@ struct CrashHarnessTests {
         // Through the run, and late in it, where the last check comes before the install.
         for fraction in [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98] {
             try makeOld()
-            let delay = total * fraction
-            let (killed, status) = try Self.run(arguments, killingAfter: delay, with: signal)
-            let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
-            // Before the tool takes the signal (starting up) it ends the process as always; the next run sweeps.
-            // Later, up to the install, the tool has it.
-            if killed {
-                #expect(fraction < 0.5, "\(label): the signal ended the process: it was not taken")
-                continue
-            }
+            guard let (label, status) = try Self.interrupt(arguments, at: fraction, of: total, with: signal) else { continue }
             let now = try CLI.run("export", destination).stdout
             if status == 0 {
                 #expect(now == sourceExport, "\(label): exit 0, so the new store is in place")
@@ -181,13 +188,7 @@ struct CrashHarnessTests {
         var stopped = 0
         for fraction in [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98] {
             clear()
-            let delay = total * fraction
-            let (killed, status) = try Self.run(arguments, killingAfter: delay, with: signal)
-            let label = "signal \(signal) at \(String(format: "%.3f", delay)) s of \(String(format: "%.3f", total)) s"
-            if killed {
-                #expect(fraction < 0.5, "\(label): the signal ended the process: it was not taken")
-                continue
-            }
+            guard let (label, status) = try Self.interrupt(arguments, at: fraction, of: total, with: signal) else { continue }
             if status == 0 {
                 #expect(try CLI.run("export", store).stdout == complete, "\(label): exit 0, so the whole store is in place")
             } else {
