@@ -59,7 +59,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     private let state = Mutex(State())
 
     private struct State {
-        /// Inheritance roots whose tables took a bulk load (`COPY`) since the store opened.
+        /// Inheritance roots whose tables took a bulk load (`COPY`) since the planner's statistics
+        /// of them were last gathered (``finishBulkLoad(_:closing:)``).
         var loaded: Set<String> = []
         /// Whether the history table was found in the schema (see ``PostgreSQLHistory/append``).
         var historyTableKnown = false
@@ -308,14 +309,29 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     /// (``finishCopy(_:)``), and the indexes it owes are made, each built whole from its table, in
     /// one transaction; they stay owed until that commits. Reads and writes before any row (a check
     /// that the store is empty, keys allocated) leave them owed.
+    ///
+    /// The tables a bulk load filled then get the planner's statistics, not when autovacuum comes
+    /// by: without them it takes a table of 100,000 rows for one of a few hundred, and scans a
+    /// whole entity for each batch a migration's second phase reads back, or sorts one for each
+    /// batch of a scan (quadratic in the store). The size and the key columns are what those
+    /// need, at a third of the cost of every column's; autovacuum gathers the others later.
     private func finishBulkLoad(_ connection: PGConnection, closing: Bool = false) throws {
         try finishCopy(connection)
         let owed = state.withLock { state in closing || !state.loaded.isEmpty || state.savedRows ? state.owedIndexes : [] }
-        guard !owed.isEmpty else { return }
-        try PostgreSQLStoreType.transaction(connection, "BEGIN") {
-            for statement in owed { try connection.execute(statement) }
+        if !owed.isEmpty {
+            try PostgreSQLStoreType.transaction(connection, "BEGIN") {
+                for statement in owed { try connection.execute(statement) }
+            }
+            state.withLock { $0.owedIndexes = [] }
         }
-        state.withLock { $0.owedIndexes = [] }
+        let loaded = state.withLock { state in
+            defer { state.loaded = [] }
+            return state.loaded
+        }
+        // Statistics are the planner's advice, not the store's content: a failure leaves them to autovacuum.
+        for root in loaded.sorted() {
+            try? connection.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root))) (pk, entity)")
+        }
     }
 
     /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one connection).
@@ -466,13 +482,6 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             // A copy still open commits now, or the close says why it could not.
             let copying = Result { try PostgreSQLStoreType.mapping(location) { try finishBulkLoad(connection, closing: true) } }
             if isSnapshot { try? connection.execute("COMMIT") }
-            // Tables a bulk load filled get the planner's statistics now, not when autovacuum comes by:
-            // without them it sorts a whole entity for each batch of a scan (quadratic in the store).
-            // The size and the key columns are what a scan needs, at a third of the cost of every
-            // column's; autovacuum gathers the others once the load is done.
-            for root in state.withLock({ $0.loaded }).sorted() {
-                try? connection.execute("ANALYZE \(location.qualified(PostgreSQLLayout.identifier(root))) (pk, entity)")
-            }
             guard deferredDurability else { return copying }
             // A synchronous commit of a transaction with an ID flushes the server's WAL up to it:
             // every earlier commit of this store is then durable too.

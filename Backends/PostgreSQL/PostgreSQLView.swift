@@ -206,13 +206,15 @@ struct PostgreSQLView: RowSource {
         for (entity, rows) in Self.grouped(put) {
             try naming(rows.map(\.0), storeID) { try write(entity, rows, before: before, orders: &orders) }
         }
-        for (key, table, column, members) in orders {
-            try naming([key], storeID) {
-                let quoted = PGConnection.quote(column)
+        // One statement per order column, for every list of the save.
+        for lists in Dictionary(grouping: orders, by: { "\($0.table)\u{0}\($0.column)" }).sorted(by: { $0.key < $1.key }).map(\.value) {
+            try naming(lists.map(\.0), storeID) {
+                let (table, quoted) = (lists[0].table, PGConnection.quote(lists[0].column))
                 try connection.query(
                     "UPDATE \(location.qualified(table)) AS t SET \(quoted) = x.p FROM unnest($1::bigint[], $2::bigint[]) AS x(m, p) "
                         + "WHERE t.pk = x.m AND t.\(quoted) IS DISTINCT FROM x.p",
-                    [.text(Self.array(members.keys.map { String($0.primaryKey) })), .text(Self.array(members.orderKeys.map(String.init)))])
+                    [.text(Self.array(lists.flatMap { $0.members.keys.map { String($0.primaryKey) } })),
+                     .text(Self.array(lists.flatMap { $0.members.orderKeys.map(String.init) }))])
             }
         }
         for (root, last) in lastKeys.sorted(by: { $0.key < $1.key }) where last > (try lastKey(root, locking: true)) {
