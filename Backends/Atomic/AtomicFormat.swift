@@ -158,32 +158,74 @@ enum AtomicFormat {
     /// Checks the header, length and checksum; returns a reader positioned after the header.
     static func verify(_ data: [UInt8], file: String) throws -> BinaryReader {
         var reader = BinaryReader(bytes: data, file: file)
-        guard data.count >= magic.count, data.prefix(magic.count).elementsEqual(magic) else {
-            throw reader.corrupt("not an ObjectStore atomic store (wrong magic)", at: 0)
-        }
-        guard data.count >= headerSize + checksumSize else {
-            throw reader.corrupt("truncated: \(data.count) bytes is shorter than the header and checksum", at: data.count)
-        }
-        reader.offset = magic.count
-        let version: UInt16 = try reader.fixed()
-        guard version == Self.version else {
-            throw reader.corrupt("unknown format version \(version) (this library reads \(Self.version))", at: 8)
-        }
-        let flags: UInt16 = try reader.fixed()
-        guard flags & ~(historyFlag | orderKeysFlag) == 0 else { throw reader.corrupt("unknown header flags \(flags)", at: 10) }
-        let _: UInt32 = try reader.fixed()
-        let total: UInt64 = try reader.fixed()
-        guard total == UInt64(data.count) else {
-            throw reader.corrupt(total > UInt64(data.count) ? "truncated: the header says \(total) bytes, the file has \(data.count)"
-                                                            : "the header says \(total) bytes, the file has \(data.count)", at: 16)
-        }
+        try checkHeader(data.prefix(headerSize), size: data.count, reader: reader, file: file)
         let body = data[..<(data.count - checksumSize)]
         let stored = data[(data.count - checksumSize)...]
         guard SHA256.hash(data: body).elementsEqual(stored) else {
             throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: data.count - checksumSize)
         }
+        reader.offset = headerSize
         reader.end = data.count - checksumSize
         return reader
+    }
+
+    /// Checks a file's first bytes (up to the header's size) against its size: magic, version,
+    /// flags, the length the header gives; `reader` names the file in errors.
+    private static func checkHeader(_ header: ArraySlice<UInt8>, size: Int, reader: BinaryReader, file: String) throws {
+        guard header.count >= magic.count, header.prefix(magic.count).elementsEqual(magic) else {
+            throw reader.corrupt("not an ObjectStore atomic store (wrong magic)", at: 0)
+        }
+        guard size >= headerSize + checksumSize else {
+            throw reader.corrupt("truncated: \(size) bytes is shorter than the header and checksum", at: size)
+        }
+        var fields = BinaryReader(bytes: Array(header), file: file)
+        fields.offset = magic.count
+        let version: UInt16 = try fields.fixed()
+        guard version == Self.version else {
+            throw reader.corrupt("unknown format version \(version) (this library reads \(Self.version))", at: 8)
+        }
+        let flags: UInt16 = try fields.fixed()
+        guard flags & ~(historyFlag | orderKeysFlag) == 0 else { throw reader.corrupt("unknown header flags \(flags)", at: 10) }
+        let _: UInt32 = try fields.fixed()
+        let total: UInt64 = try fields.fixed()
+        guard total == UInt64(size) else {
+            throw reader.corrupt(total > UInt64(size) ? "truncated: the header says \(total) bytes, the file has \(size)"
+                                                      : "the header says \(total) bytes, the file has \(size)", at: 16)
+        }
+    }
+
+    /// The metadata of the file at `path`, the file checked as ``verify(_:file:)`` checks it
+    /// (header, length, checksum) but never held whole: read a chunk at a time, only the header
+    /// and the metadata kept. Its rows are checked when the store is opened.
+    static func readMetadata(file path: String, chunkSize: Int = 1 << 20) throws -> StoreMetadata {
+        let reader = BinaryReader(bytes: [], file: path)
+        return try withFileChunks(path, size: chunkSize) { size, chunks in
+            let bodyEnd = size - checksumSize
+            var hash = SHA256()
+            // The file's first bytes, up to the metadata's end once its length is read; the checksum.
+            var head: [UInt8] = [], headEnd: Int?, checksum: [UInt8] = [], offset = 0
+            try chunks { chunk in
+                if offset < bodyEnd { chunk.prefix(bodyEnd - offset).withUnsafeBytes { hash.update(bufferPointer: $0) } }
+                if offset + chunk.count > bodyEnd { checksum += chunk.suffix(offset + chunk.count - Swift.max(offset, bodyEnd)) }
+                if headEnd.map({ head.count < $0 }) ?? true { head += chunk.prefix((headEnd ?? .max) - head.count) }
+                if headEnd == nil, head.count >= headerSize + 10 || offset + chunk.count == size {
+                    try checkHeader(head.prefix(headerSize), size: size, reader: reader, file: path)
+                    var length = BinaryReader(bytes: head, file: path)
+                    length.offset = headerSize
+                    // A length that does not read ends the head here: reading the metadata says why.
+                    headEnd = (try? length.varint()).map { length.offset + Int(clamping: $0) } ?? head.count
+                    head = Array(head.prefix(headEnd!))
+                }
+                offset += chunk.count
+            }
+            try checkHeader(head.prefix(headerSize), size: size, reader: reader, file: path)
+            guard Array(hash.finalize()) == checksum else {
+                throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: size - checksumSize)
+            }
+            var metadata = BinaryReader(bytes: head, file: path)
+            metadata.offset = headerSize
+            return try readMetadata(&metadata)
+        }
     }
 
     static func readMetadata(_ reader: inout BinaryReader) throws -> StoreMetadata {

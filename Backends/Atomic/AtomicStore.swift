@@ -73,7 +73,7 @@ public final class AtomicStore: RecordTablesStore {
             if exists {
                 // Taken before the file is read: a file replaced in between is read again later.
                 historySeen.withLock { $0 = FileOperations.identity(url) }
-                tables = try AtomicStoreType.loadForOpen(url)
+                tables = try AtomicStoreType.load(url)
                 let compatibility = tables.metadata.compatibility(with: model)
                 guard compatibility.isCompatible else {
                     throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",

@@ -2,7 +2,6 @@ import Foundation
 import ObjectModel
 import ObjectStore
 import StoreToolkit
-import Synchronization
 
 /// The `atomic` store type: one binary file plus, during a save, its temporary file.
 public struct AtomicStoreType: StoreType {
@@ -69,43 +68,15 @@ public struct AtomicStoreType: StoreType {
     public func writeLockFile(for url: URL) -> URL? { Self.lockURL(url) }
 
     public func readMetadata(at given: URL) throws -> StoreMetadata {
-        // The whole file is checked, not just the metadata: a store is readable or it is not.
-        // What was read is kept for the open that usually follows (the tool, and an application
-        // that checks a store's model before opening it, read the metadata first).
+        // The file is checked (header, length, checksum) as it is read, a chunk at a time, so a
+        // store that is not readable says so; its rows are checked when it is opened.
         let url = FileOperations.resolved(given)
-        let before = FileVersion(url)
-        let tables = try Self.load(url)
-        if let before, before == FileVersion(url) { Self.lastRead.withLock { $0 = (before, tables) } }
-        return tables.metadata
-    }
-
-    /// A file's version: the same file (device and inode), unchanged since (size, modification
-    /// and change times to the nanosecond). A save replaces the file, so it changes the inode.
-    struct FileVersion: Hashable, Sendable {
-        let device: UInt64, inode: UInt64, size: Int64
-        let modified: [Int], changed: [Int]
-
-        init?(_ url: URL) {
-            var info = stat()
-            guard stat(url.path, &info) == 0 else { return nil }
-            (device, inode, size) = (UInt64(info.st_dev), UInt64(info.st_ino), Int64(info.st_size))
-            modified = [Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec)]
-            changed = [Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec)]
+        try FileOperations.checkRegularFile(url, kind: "atomic store")
+        do {
+            return try AtomicFormat.readMetadata(file: url.path)
+        } catch let error as FileSystemError {
+            throw StoreError(.io, "cannot read the store", url: url, cause: error)
         }
-    }
-
-    /// The tables the last ``readMetadata(at:)`` read whole, with the version of the file they are:
-    /// taken by the next open (of that file unchanged; any other open drops them), so metadata
-    /// then open reads and checks the file once.
-    private static let lastRead = Mutex<(version: FileVersion, tables: RecordTables)?>(nil)
-
-    /// The store's tables for an open: those ``readMetadata(at:)`` just read when the file is
-    /// still that version, otherwise the file read and checked now.
-    static func loadForOpen(_ url: URL) throws -> RecordTables {
-        if let kept = lastRead.withLock({ kept in defer { kept = nil }; return kept }), kept.version == FileVersion(url) {
-            return kept.tables
-        }
-        return try load(url)
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at given: URL) throws {

@@ -126,6 +126,31 @@ extension AtomicFileSystem {
 }
 
 /// The whole file at `path`, read into one array (no copy through `Data`).
+/// Reads the file at `path` a chunk of at most `chunkSize` bytes at a time, holding one chunk:
+/// `body` gets the file's size (when opened) and a function that hands each chunk in order, up to
+/// that size, to its argument.
+func withFileChunks<T>(_ path: String, size chunkSize: Int,
+                       _ body: (_ size: Int, _ chunks: ((ArraySlice<UInt8>) throws -> Void) throws -> Void) throws -> T) throws -> T {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileSystemError(call: "open", path: path, errno: errno) }
+    defer { _ = close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileSystemError(call: "fstat", path: path, errno: errno) }
+    let size = Int(info.st_size)
+    var buffer = [UInt8](repeating: 0, count: Swift.max(1, Swift.min(chunkSize, size)))
+    return try body(size) { chunk in
+        var done = 0
+        while done < size {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, Swift.min($0.count, size - done)) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw FileSystemError(call: "read", path: path, errno: errno) }
+            if n == 0 { throw FileSystemError(call: "read", path: path, errno: EIO) }   // shorter than when opened
+            try chunk(buffer[..<n])
+            done += n
+        }
+    }
+}
+
 func readWholeFile(_ path: String) throws(FileSystemError) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw FileSystemError(call: "open", path: path, errno: errno) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// libpq, the PostgreSQL client library, loaded when the first connection is made.
 ///
@@ -49,21 +50,29 @@ struct LibPQ: Sendable {
     static let inTransaction: Int32 = 2, inFailedTransaction: Int32 = 3
     static let emptyQuery: Int32 = 0, commandOK: Int32 = 1, tuplesOK: Int32 = 2, copyIn: Int32 = 4
 
-    /// The names libpq's shared library goes by, tried in order.
+    /// The names libpq's shared library goes by, tried in order until one has every entry point.
     private static let libraryNames = [
         "libpq.so.5", "libpq.so", "libpq.5.dylib", "/opt/homebrew/opt/libpq/lib/libpq.5.dylib", "/usr/local/opt/libpq/lib/libpq.5.dylib",
     ]
 
-    /// The library, loaded by the first caller (thread-safe, once per process), or why it could not be.
-    private static let loading: Swift.Result<LibPQ, PostgreSQLError> = load()
+    /// The library once loaded (loading is tried again by each connection until it succeeds: a
+    /// process may outlive the installation of libpq).
+    private static let library = Mutex<LibPQ?>(nil)
 
     /// The library.
     /// - Throws: ``PostgreSQLError`` (`08001`) when libpq is not installed or lacks an entry point.
-    static func loaded() throws(PostgreSQLError) -> LibPQ { try loading.get() }
+    static func loaded() throws(PostgreSQLError) -> LibPQ {
+        try library.withLock { (library: inout LibPQ?) throws(PostgreSQLError) -> LibPQ in
+            if let library { return library }
+            let loaded = try load().get()
+            library = loaded
+            return loaded
+        }
+    }
 
     /// The library once a connection exists (which proves it loaded).
     static var api: LibPQ {
-        guard case .success(let api) = loading else { preconditionFailure("libpq is used before a connection was made") }
+        guard let api = library.withLock({ $0 }) else { preconditionFailure("libpq is used before a connection was made") }
         return api
     }
 
@@ -109,13 +118,15 @@ struct LibPQ: Sendable {
                 getvalue: symbol("PQgetvalue"),
                 getlength: symbol("PQgetlength"))
             guard missing.isEmpty else {
-                return .failure(PostgreSQLError(sqlState: "08001", message: "the PostgreSQL client library \(name) lacks \(missing.joined(separator: ", "))"))
+                reasons.append("\(name) lacks \(missing.joined(separator: ", "))")
+                dlclose(library)
+                continue
             }
             return .success(api)
         }
         return .failure(PostgreSQLError(
             sqlState: "08001",
-            message: "PostgreSQL stores need the client library libpq, which is not installed (Debian: apt-get install libpq5): "
+            message: "PostgreSQL stores need the client library libpq, which could not be loaded (Debian: apt-get install libpq5): "
                 + reasons.joined(separator: "; ")))
     }
 }

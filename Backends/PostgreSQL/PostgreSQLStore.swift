@@ -71,6 +71,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         var owedIndexes: [String] = []
         /// Whether a save wrote rows since the store opened (rows that did not come by `COPY`).
         var savedRows = false
+        /// For a store filled in one go: the rows saves inserted into each join table, and how
+        /// many there were when the table was last analyzed (``analyzeGrownJoinTables(_:)``).
+        var joinTableRows: [String: (inserted: Int, analyzed: Int)] = [:]
     }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
@@ -400,6 +403,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                     try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
                     let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
                     try view.apply(deleted: writes.deleted, put: writes.put, lastKeys: writes.lastKeys, storeID: identifier)
+                    if streamsCopies { analyzeGrownJoinTables(view) }
                     try appendHistory(historyPolicy.record(for: changes), view)
                     if !changes.isEmpty { state.withLock { $0.savedRows = true } }
                 }
@@ -408,6 +412,36 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
                 attempt += 1
                 // A few milliseconds, more each time, so colliding saves do not meet again at once.
                 usleep(UInt32.random(in: 1_000...(4_000 * UInt32(attempt))))
+            }
+        }
+    }
+
+    /// In a store filled in one go, gives the join tables a save's rows doubled the planner's
+    /// statistics, in the save's transaction: they fill during a migration's second phase, which
+    /// reads each batch's owners' rows back from them, and without statistics (or with those of
+    /// an emptier table) the planner scans the whole table for every batch.
+    private func analyzeGrownJoinTables(_ view: PostgreSQLView) {
+        let grown = state.withLock { state -> [String] in
+            var grown: [String] = []
+            for (table, inserted) in view.cache.joinRowsInserted {
+                var counts = state.joinTableRows[table] ?? (0, 0)
+                counts.inserted += inserted
+                if counts.inserted >= Swift.max(5_000, 2 * counts.analyzed) {
+                    counts.analyzed = counts.inserted
+                    grown.append(table)
+                }
+                state.joinTableRows[table] = counts
+            }
+            return grown.sorted()
+        }
+        view.cache.joinRowsInserted = [:]
+        // Statistics are the planner's advice, not the store's content: a failure leaves them to
+        // autovacuum, and the save's transaction as it was.
+        for table in grown {
+            do {
+                try view.connection.execute("SAVEPOINT statistics; ANALYZE \(location.qualified(table)); RELEASE SAVEPOINT statistics")
+            } catch {
+                try? view.connection.execute("ROLLBACK TO SAVEPOINT statistics; RELEASE SAVEPOINT statistics")
             }
         }
     }

@@ -30,6 +30,8 @@ struct PostgreSQLView: RowSource {
     /// transaction writes.
     final class RowCache {
         var rows: [ObjectKey: StoredRow?] = [:]
+        /// Rows the transaction inserted into each join table (by unqualified name).
+        var joinRowsInserted: [String: Int] = [:]
     }
 
     func columns(_ entity: String) throws -> PostgreSQLLayout.EntityColumns {
@@ -301,6 +303,7 @@ struct PostgreSQLView: RowSource {
                     }
                 }
                 if !owner.isEmpty {
+                    cache.joinRowsInserted[table, default: 0] += owner.count
                     try connection.query(
                         "INSERT INTO \(qualified) (owner, member, member_entity, position) "
                             + "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[])",

@@ -96,7 +96,14 @@ struct AtomicFileTests {
         let good = try makeStore(at: folder.store)
         let bad = try damage(good)
         try bad.write(to: folder.store)
+        // Damage behind a valid checksum after intact metadata is in the rows, which opening checks;
+        // reading the metadata checks the header, the length, the checksum and the metadata.
+        let inRows = name.hasSuffix("behind a valid checksum") && !name.hasPrefix("length past the end") || name.hasPrefix("unexpected bytes")
         for attempt in ["open", "readMetadata", "writeMetadata"] {
+            if attempt == "readMetadata", inRows {
+                #expect(try AtomicStoreType().readMetadata(at: folder.store).storeType == "atomic", "\(name): the metadata reads")
+                continue
+            }
             do {
                 switch attempt {
                 case "open": _ = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())

@@ -118,13 +118,13 @@ struct ConvertCommand: ParsableCommand {
         // Into a staged store beside the destination (a file beside it, or a schema of its own in
         // the same database), then moved over it: a failure never costs the old destination.
         toType.sweepAndSay(beside: destinationURL)
-        let staging = try toType.stage(beside: destinationURL, verb: "converting")
-        let stagedURL = staging.url
         let bar = ProgressDisplay()
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model),
                                        usesBulkCopy: !noBulkCopy) { bar.show($0) }
         // A signal stops the work up to the install; the staged store is then removed.
         try stoppingOnSignals(manager.cancel) { stop in
+            let staging = try toType.stage(beside: destinationURL, verb: "converting")
+            let stagedURL = staging.url
             do {
                 // The destination's counts as it gives them (read in phase 3, or reported by SQLite
                 // when it copied the tables itself), checked against the source's before the

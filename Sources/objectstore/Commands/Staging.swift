@@ -30,7 +30,7 @@ final class StopRequest: Sendable {
     fileprivate func request() { requested.store(true, ordering: .relaxed) }
 }
 
-/// Work that stages a store and can stop between batches (a conversion, a migration): an
+/// Work that stages a store and can stop between batches (a conversion, a migration, an import): an
 /// interrupt (SIGINT, as Ctrl-C sends), SIGTERM or SIGHUP while `body` runs calls `cancel`, so the
 /// work stops at its next batch, and marks the request `body` gets, which it checks before it
 /// puts the staged store in place; it then removes what it staged and says so, instead of the

@@ -78,9 +78,9 @@ struct ImportCommand: ParsableCommand {
         guard let model = try modelSelection.modelForNewStore() else { throw CLIError.missing(store, "store", " (give --model to create it)") }
         try type.checkNewStoreLocation(url)
         type.sweepAndSay(beside: url)
-        let staging = try type.stage(beside: url, verb: "importing")
         // A signal stops the import at its next write, up to the install; the staged store is then removed.
         try stoppingOnSignals({}) { stop in
+            let staging = try type.stage(beside: url, verb: "importing")
             do {
                 let counts = try fill(staging.url, type: type, model: model, bytes, stop: stop)
                 if stop.isRequested { throw CancellationError() }
