@@ -20,7 +20,7 @@ import Synchronization
 /// let url = URL(string: "postgresql://app@db.example.com/library?schema=books")!
 /// let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
 /// ```
-public final class PostgreSQLStore: PersistentStore, QueryPlanning {
+public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInserting {
     /// The registered type name, `postgresql`.
     public static let typeName = "postgresql"
 
@@ -74,6 +74,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         /// For a store filled in one go: the rows saves inserted into each join table, and how
         /// many there were when the table was last analyzed (``analyzeGrownJoinTables(_:)``).
         var joinTableRows: [String: (inserted: Int, analyzed: Int)] = [:]
+        /// For a store filled in one go: the order keys streamed batches' lists owe their members,
+        /// by column, as (member's key, order key) (``applyOwedOrders(_:)``).
+        var owedOrders: [OrderColumn: [(Int64, Int64)]] = [:]
     }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
@@ -244,11 +247,12 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
     }
 
     /// An unchecked batch laid out by the store's own model, of an entity without uniqueness
-    /// constraints, carrying no to-many lists, goes in with one `COPY … FROM STDIN`; others take
-    /// the record path.
+    /// constraints, goes in with one `COPY … FROM STDIN`, unless it carries to-many lists and the
+    /// store is not being filled in one go (``stream(_:)`` writes those lists); others take the
+    /// record path.
     public func bulkInsert(_ batch: RecordBatch, checkingReferences: Bool) throws {
         if checkingReferences || model.entity(named: batch.entity.name) !== batch.entity || !batch.entity.uniquenessConstraints.isEmpty
-            || !batch.toMany.isEmpty {
+            || (!batch.toMany.isEmpty && !streamsCopies) {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
         guard !batch.isEmpty else { return }
@@ -261,45 +265,114 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
         state.withLock { _ = $0.loaded.insert(batch.entity.rootName) }
     }
 
+    /// A store filled in one go writes batches' lists with their rows (``stream(_:)``).
+    public var insertsWholeRows: Bool { streamsCopies }
+
     /// Sends `batch` into the open `COPY` of its entity, opening one (and its transaction) when
     /// another entity's is open or none is: the server stores each chunk while the next batch is
     /// read and made. The copy ends, its keys' sequences move and it commits at the next call that
     /// is not a batch of the same entity (``finishCopy(_:)``); a key in use fails that call, with
     /// nothing of the copy written. Only a store filled in one go and thrown away unless complete
     /// streams (``streamsCopies``).
+    ///
+    /// The lists the batch carries (``WholeRowInserting``) go in too: a join table's rows by their
+    /// own `COPY`; an ordered list kept in its members' rows (the inverse to-one's column) owes its
+    /// members their order keys, written once they are in (``applyOwedOrders(_:)``); any other
+    /// list is what its members' to-ones say, written with their rows.
     private func stream(_ batch: RecordBatch) throws {
         try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             try PostgreSQLStoreType.mapping(location) {
-                let statement = try view.copyStatement(batch)
-                if state.withLock({ $0.pendingCopy?.statement }) != statement { try finishCopy(connection) }
-                if state.withLock({ $0.pendingCopy == nil }) {
-                    try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                    do {
-                        try checkStillTheStore(connection)
-                        try connection.beginCopy(statement)
-                    } catch {
-                        try? connection.execute("ROLLBACK")
-                        throw error
-                    }
-                    state.withLock { $0.pendingCopy = PendingCopy(statement: statement, entity: batch.entity) }
-                }
-                do {
-                    try view.copyRows(batch, send: connection.putCopyData)
-                } catch {
-                    state.withLock { $0.pendingCopy = nil }
-                    connection.abortCopy()
-                    try? connection.execute("ROLLBACK")
-                    throw error
-                }
+                try streamCopy(try view.copyStatement(batch), of: batch.entity, connection) { try view.copyRows(batch, send: $0) }
                 let root = batch.entity.rootName
                 state.withLock { state in
                     let highest = max(state.pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
                     state.pendingCopy?.highest[root] = highest
                     _ = state.loaded.insert(root)
                 }
+                let columns = try view.columns(batch.entity.name)
+                for (name, lists) in batch.toMany.sorted(by: { $0.key < $1.key }) {
+                    switch columns.toMany[name] {
+                    case .joinTable(let table)? where lists.contains(where: { !$0.keys.isEmpty }):
+                        let statement = "COPY \(location.qualified(table)) (owner, member, member_entity, position) FROM STDIN"
+                        try streamCopy(statement, of: batch.entity, connection) { try view.copyJoinRows(batch, lists, send: $0) }
+                    case .inverseColumn(let table, _, _, let orderColumn?)?:
+                        state.withLock { state in
+                            for list in lists {
+                                for (member, orderKey) in zip(list.keys, list.orderKeys) {
+                                    state.owedOrders[OrderColumn(table: table, column: orderColumn), default: []].append((member.primaryKey, orderKey))
+                                }
+                            }
+                        }
+                    default:
+                        break
+                    }
+                }
             }
         }
+    }
+
+    /// Sends `rows` into the open `COPY` of `statement`, opening one (and its transaction) when
+    /// another is open or none is (see ``stream(_:)``); `entity` is named when a key is in use.
+    private func streamCopy(_ statement: String, of entity: EntityDescription, _ connection: PGConnection,
+                            _ rows: ((Data) throws -> Void) throws -> Void) throws {
+        if state.withLock({ $0.pendingCopy?.statement }) != statement { try finishCopy(connection) }
+        if state.withLock({ $0.pendingCopy == nil }) {
+            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            do {
+                try checkStillTheStore(connection)
+                try connection.beginCopy(statement)
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+            state.withLock { $0.pendingCopy = PendingCopy(statement: statement, entity: entity) }
+        }
+        do {
+            try rows(connection.putCopyData)
+        } catch {
+            state.withLock { $0.pendingCopy = nil }
+            connection.abortCopy()
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// A column of members' order keys in an ordered list (``stream(_:)``).
+    struct OrderColumn: Hashable {
+        let table: String
+        let column: String
+    }
+
+    /// Writes the order keys batches' lists owe to members that are in by now, in one transaction,
+    /// one statement per column and 50,000 members; those of members not in yet stay owed.
+    private func applyOwedOrders(_ connection: PGConnection) throws {
+        let owed = state.withLock { state in
+            defer { state.owedOrders = [:] }
+            return state.owedOrders
+        }
+        guard !owed.isEmpty else { return }
+        var left: [OrderColumn: [(Int64, Int64)]] = [:]
+        do {
+            try PostgreSQLStoreType.transaction(connection, "BEGIN") {
+                for (place, pairs) in owed.sorted(by: { ($0.key.table, $0.key.column) < ($1.key.table, $1.key.column) }) {
+                    let quoted = PGConnection.quote(place.column)
+                    for start in stride(from: 0, to: pairs.count, by: 50_000) {
+                        let part = pairs[start..<min(pairs.count, start + 50_000)]
+                        let written = try connection.query(
+                            "UPDATE \(location.qualified(place.table)) AS t SET \(quoted) = x.o FROM unnest($1::bigint[], $2::bigint[]) AS x(m, o) "
+                                + "WHERE t.pk = x.m RETURNING t.pk",
+                            [.text(PostgreSQLView.array(part.map { String($0.0) })), .text(PostgreSQLView.array(part.map { String($0.1) }))])
+                        let done = Set((0..<written.count).compactMap { written.int64($0, 0) })
+                        left[place, default: []] += part.filter { !done.contains($0.0) }
+                    }
+                }
+            }
+        } catch {
+            state.withLock { state in state.owedOrders.merge(owed) { $0 + $1 } }
+            throw error
+        }
+        state.withLock { state in state.owedOrders.merge(left.filter { !$0.value.isEmpty }) { $0 + $1 } }
     }
 
     /// Runs `body` with a connection of the pool no other call has meanwhile.
@@ -327,6 +400,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning {
             }
             state.withLock { $0.owedIndexes = [] }
         }
+        try applyOwedOrders(connection)
         let loaded = state.withLock { state in
             defer { state.loaded = [] }
             return state.loaded

@@ -513,6 +513,31 @@ extension PostgreSQLView {
         if !chunk.isEmpty { try send(Data(chunk)) }
     }
 
+    /// The join-table rows of `lists` (one per row of `batch`, the owner's), in `COPY`'s text
+    /// format for `(owner, member, member_entity, position)`, handed to `send` in chunks of about
+    /// a megabyte; a member's position is its order key in the owner's list.
+    func copyJoinRows(_ batch: RecordBatch, _ lists: [OrderedMembers], send: (Data) throws -> Void) throws {
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(1 << 20 + 4096)
+        for (row, list) in lists.enumerated() {
+            for (index, member) in list.keys.enumerated() {
+                Self.appendInteger(batch.primaryKeys[row], to: &chunk)
+                chunk.append(0x09)
+                Self.appendInteger(member.primaryKey, to: &chunk)
+                chunk.append(0x09)
+                chunk.append(contentsOf: Self.copyField(member.entity).utf8)
+                chunk.append(0x09)
+                Self.appendInteger(list.orderKeys[index], to: &chunk)
+                chunk.append(0x0A)
+            }
+            if chunk.count >= 1 << 20 {
+                try send(Data(chunk))
+                chunk.removeAll(keepingCapacity: true)
+            }
+        }
+        if !chunk.isEmpty { try send(Data(chunk)) }
+    }
+
     /// Moves `root`'s key sequence past `highest` when it is behind.
     func moveKeyCounter(_ root: String, past highest: Int64) throws {
         if highest > (try lastKey(root, locking: true)) { try setLastKey(root, highest) }

@@ -362,7 +362,7 @@ public final class MigrationManager: Sendable {
         }
         // Objects copied as they are into a store that keeps both sides in its rows are written
         // whole in phase 1, each side as the source holds it: nothing is left for phase 2.
-        let wholeRows = copiesAsIs && destination is any WholeRowInserting
+        let wholeRows = copiesAsIs && (destination as? any WholeRowInserting)?.insertsWholeRows == true
         if wholeRows { logger.debug("whole rows: every object is written once, with its to-many lists; no phase 2") }
         // Phase 1: mappings that keep keys go first, then those that allocate new ones.
         for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {

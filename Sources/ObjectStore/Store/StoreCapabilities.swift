@@ -43,16 +43,26 @@ extension ForeignKeyRelationships {
     public var sharesManyToManyTables: Bool { true }
 }
 
-/// A store that keeps both sides of every relationship in its rows and writes the to-many lists
-/// a batch carries (``RecordBatch/toMany``) with the rows themselves, in the same pass (LMDB).
+/// A store that writes the to-many lists a batch carries (``RecordBatch/toMany``) with the rows
+/// themselves, in the same pass, whatever the order of the batches: LMDB keeps each list in its
+/// owner's row; a PostgreSQL store filled in one go copies a batch's join-table rows after its
+/// rows and writes an ordered list's order keys into its members' rows once they are in.
 ///
 /// A conversion of one model into such a store (every mapping a copy that keeps keys) reads each
 /// batch with its lists and writes every object once, whole: it has no phase 2. Any store takes
 /// such batches as it takes the same records (the default bulk insert hands them over, lists
 /// included; a store that keeps a to-many in its members' rows, as SQLite's foreign keys, writes
-/// it only into members that exist by then); this says that a store keeps each list in its
-/// owner's row, so any order of batches will do, at no more cost than the rows alone.
-public protocol WholeRowInserting: PersistentStore {}
+/// it only into members that exist by then); this says that any order of batches will do, at
+/// little more cost than the rows alone.
+public protocol WholeRowInserting: PersistentStore {
+    /// Whether this store, as it is open, writes batches' lists so (true by default; a
+    /// PostgreSQL store only when it is filled in one go).
+    var insertsWholeRows: Bool { get }
+}
+
+extension WholeRowInserting {
+    public var insertsWholeRows: Bool { true }
+}
 
 /// A store that finds, where the data is, the objects that may break an entity's attribute
 /// rules (required, bounds, lengths): a migration's phase 3 then reads only those, and checks
