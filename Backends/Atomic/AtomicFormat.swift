@@ -213,7 +213,7 @@ enum AtomicFormat {
                     var length = BinaryReader(bytes: head, file: path)
                     length.offset = headerSize
                     // A length that does not read ends the head here: reading the metadata says why.
-                    headEnd = (try? length.varint()).map { length.offset + Int(clamping: $0) } ?? head.count
+                    headEnd = (try? length.varint()).map { length.offset + Swift.min(Int(clamping: $0), size) } ?? head.count
                     head = Array(head.prefix(headEnd!))
                 }
                 offset += chunk.count
@@ -224,6 +224,7 @@ enum AtomicFormat {
             }
             var metadata = BinaryReader(bytes: head, file: path)
             metadata.offset = headerSize
+            metadata.end = Swift.min(head.count, bodyEnd)
             return try readMetadata(&metadata)
         }
     }

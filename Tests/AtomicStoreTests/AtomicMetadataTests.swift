@@ -28,6 +28,10 @@ struct AtomicMetadataTests {
                 _ = try AtomicFormat.readMetadata(file: folder.store.path, chunkSize: chunkSize)
             }
         }
+        // A metadata length as large as a varint holds, behind a valid checksum.
+        let absurd = frame(varint(UInt64.max) + Data([1, 2, 3]))
+        try absurd.write(to: folder.store)
+        #expect(throws: StoreError.self) { _ = try AtomicFormat.readMetadata(file: folder.store.path, chunkSize: chunkSize) }
         // Shorter than it says, and longer.
         try bytes.dropLast(5).write(to: folder.store)
         #expect(throws: StoreError.self) { _ = try AtomicFormat.readMetadata(file: folder.store.path, chunkSize: chunkSize) }
