@@ -56,7 +56,19 @@ struct ImportCommand: ParsableCommand {
             if type.urlSchemes.isEmpty { type.sweepAndSay(beside: url) }
             let opened = try StoreLocator.open(store, type: type, selection: modelSelection, readOnly: false, author: authorOption.author)
             do {
-                let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: .init(upsert: upsert, linksExisting: linkExisting))
+                // One save, all or nothing: a signal before it stops the import with nothing imported;
+                // one during it lets it finish.
+                let result = try stoppingOnSignals({}) { stop in
+                    var options = JSONInterchange.ImportOptions(upsert: upsert, linksExisting: linkExisting)
+                    options.isCancelled = { stop.isRequested }
+                    do {
+                        let result = try JSONInterchange.importDocument(bytes, into: opened, file: data, options: options)
+                        if stop.isRequested { printError("objectstore: \(store): the signal came as the objects were saved; the import is complete\n") }
+                        return result
+                    } catch is CancellationError {
+                        throw CLIError("\(store): the import was stopped by a signal; nothing was imported")
+                    }
+                }
                 try opened.close()
                 // `Entity N` per entity; with --upsert, how many of them were new and how many updated.
                 let counts = result.objects
