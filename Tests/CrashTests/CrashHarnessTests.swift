@@ -200,6 +200,33 @@ struct CrashHarnessTests {
         #expect(stopped > 0, "no run was stopped by the signal: the import takes \(total) s")
     }
 
+    @Test("export --output, interrupted: the file is whole or absent, and no partial file is left")
+    func exportInterrupted() throws {
+        let workspace = try Harness()
+        let (model, data, _) = try Self.writeData(in: workspace, objects: 10 * Self.size)
+        let store = workspace.path("store.sqlite")
+        #expect(try CLI.run("import", store, data, "--model", model).status == 0)
+        let whole = try CLI.run("export", store).stdout
+        let output = workspace.path("out.json")
+        let arguments = ["export", store, "--output", output]
+        let total = try Self.duration(arguments) { try? FileManager.default.removeItem(atPath: output) }
+        var stopped = 0
+        for fraction in [0.3, 0.5, 0.7, 0.9] {
+            try? FileManager.default.removeItem(atPath: output)
+            guard let (label, status) = try Self.interrupt(arguments, at: fraction, of: total, with: SIGINT) else { continue }
+            if status == 0 {
+                #expect(try String(contentsOfFile: output, encoding: .utf8) == whole, "\(label): exit 0, so the whole export")
+            } else {
+                stopped += 1
+                #expect(!FileManager.default.fileExists(atPath: output), "\(label): stopped, yet the file is there")
+            }
+            #expect(workspace.leftovers().isEmpty, "\(label): left behind \(workspace.leftovers())")
+            let partials = try FileManager.default.contentsOfDirectory(atPath: workspace.path(".")).filter { $0.contains(".partial-") }
+            #expect(partials.isEmpty, "\(label): left \(partials)")
+        }
+        #expect(stopped > 0, "no run was stopped by the signal: the export takes \(total) s")
+    }
+
     @Test("import, killed: a new store is absent or complete; an existing one has the old objects or all of them",
           arguments: durable)
     func importing(_ type: String) throws {

@@ -200,19 +200,27 @@ struct ExportCommand: ParsableCommand {
         }
         // A file is written beside its target and renamed over it when complete, with the mode it had.
         let temporary = target.deletingLastPathComponent().appending(path: ".\(target.lastPathComponent).partial-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: temporary.path) else { throw CLIError("\(output): cannot be written") }
-        do {
-            try JSONInterchange.export(opened, options: options) { try handle.write(contentsOf: Data($0.utf8)) }
-            try handle.synchronize()
-            try handle.close()
-            if let kept = FileOperations.attributes(target) { try FileOperations.apply(kept, to: temporary) }
-            try FileOperations.rename(temporary, over: target)
-        } catch {
-            try? handle.close()
-            try? FileManager.default.removeItem(at: temporary)
-            if let error = error as? StoreError { throw error }
-            throw CLIError("\(output): cannot be written: \((error as NSError).localizedDescription)")
+        // A signal stops the export at its next write, and the partial file goes.
+        try stoppingOnSignals({}) { stop in
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: temporary.path) else { throw CLIError("\(output): cannot be written") }
+            do {
+                try JSONInterchange.export(opened, options: options) { text in
+                    if stop.isRequested { throw CancellationError() }
+                    try handle.write(contentsOf: Data(text.utf8))
+                }
+                try handle.synchronize()
+                try handle.close()
+                if stop.isRequested { throw CancellationError() }
+                if let kept = FileOperations.attributes(target) { try FileOperations.apply(kept, to: temporary) }
+                try FileOperations.rename(temporary, over: target)
+            } catch {
+                try? handle.close()
+                try? FileManager.default.removeItem(at: temporary)
+                if let error = error as? StoreError { throw error }
+                if error is CancellationError { throw CLIError("\(output): the export was stopped by a signal; nothing was written") }
+                throw CLIError("\(output): cannot be written: \((error as NSError).localizedDescription)")
+            }
         }
     }
 }
