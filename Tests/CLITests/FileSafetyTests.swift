@@ -94,6 +94,37 @@ struct FileSafetyTests {
         #expect(files(workspace) == before, "nothing left beside the destination, no lock file")
     }
 
+    @Test("destroy and create sweep what an interrupted run left beside the store, and say so; destroy does so also when no store got in place", arguments: CLI.backends)
+    func destroyAndCreateSweep(_ type: String) throws {
+        let workspace = try Workspace()
+        let store = try library(workspace)
+        let name = "kept.\(type)"
+        let target = workspace.url.appending(path: name).path
+        #expect(try CLI.run("convert", store, target).status == 0)
+        // What a killed import leaves: a staged store (here a copy of a real one) without a live lock.
+        func leaveStaged() throws -> String {
+            let staged = ".\(name).importing-\(UUID().uuidString)"
+            try FileManager.default.copyItem(atPath: store, toPath: workspace.url.appending(path: staged).path)
+            return staged
+        }
+        var staged = try leaveStaged()
+        let destroyed = try CLI.run("destroy", target)
+        #expect(destroyed.status == 0 && destroyed.stderr.contains("removed \(staged)"), "\(destroyed.stderr)")
+        #expect(files(workspace).filter { $0.contains(name) }.isEmpty, "\(files(workspace))")
+        // No store in place, only what the killed run left: destroy says there is no store, and sweeps.
+        staged = try leaveStaged()
+        let nothing = try CLI.run("destroy", target)
+        #expect(nothing.status == 1 && nothing.stderr.contains("removed \(staged)"), "\(nothing.stderr)")
+        #expect(files(workspace).filter { $0.contains(".\(name).") }.isEmpty, "\(files(workspace))")
+        // create sweeps too.
+        staged = try leaveStaged()
+        let model = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: "Examples/Library.xcdatamodeld").path
+        let created = try CLI.run("create", target, "--model", model)
+        #expect(created.status == 0 && created.stderr.contains("removed \(staged)"), "\(created.stderr)")
+        #expect(!files(workspace).contains(where: { $0.hasPrefix(".\(name).importing-") }), "\(files(workspace))")
+    }
+
     @Test("convert --force keeps the destination's mode", arguments: CLI.backends)
     func convertKeepsMode(_ type: String) throws {
         let workspace = try Workspace()

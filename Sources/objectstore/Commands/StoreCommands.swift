@@ -22,6 +22,7 @@ struct CreateCommand: ParsableCommand {
             throw CLIError("\(store): already exists")
         }
         guard let model = try modelSelection.modelForNewStore() else { throw ValidationError("create needs --model") }
+        type.sweepAndSay(beside: try StoreLocator.resolvedURL(store))
         try type.open(at: url, model: model, options: StoreOptions()).close()
         output("created \(type.name) store \(shown(store))")
     }
@@ -234,6 +235,8 @@ struct DestroyCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        // What interrupted runs left beside the store goes with it, also when no store got in place.
+        type.sweepAndSay(beside: try StoreLocator.resolvedURL(store))
         try StoreLocator.requireExisting(store, type)
         let url = try StoreLocator.url(store)
         // A file store's content must say it is one: --type never makes any file a store to remove.
@@ -260,6 +263,8 @@ struct CheckpointCommand: ParsableCommand {
 
     func run() throws {
         let type = try StoreLocator.type(for: store, explicit: typeOption.type)
+        // What interrupted runs left beside the store goes with it, also when no store got in place.
+        type.sweepAndSay(beside: try StoreLocator.resolvedURL(store))
         try StoreLocator.requireExisting(store, type)
         let url = try StoreLocator.url(store)
         guard type.fileURLs(for: url).contains(where: { $0.lastPathComponent.hasSuffix("-wal") }) else {
