@@ -70,12 +70,6 @@ struct LibPQ: Sendable {
         }
     }
 
-    /// The library once a connection exists (which proves it loaded).
-    static var api: LibPQ {
-        guard let api = library.withLock({ $0 }) else { preconditionFailure("libpq is used before a connection was made") }
-        return api
-    }
-
     private static func load() -> Swift.Result<LibPQ, PostgreSQLError> {
         var reasons: [String] = []
         for name in libraryNames {

@@ -57,27 +57,30 @@ final class PGRows {
     let handle: OpaquePointer
     let count: Int
     let columns: Int
+    /// The library that made the result (read per value: taken once, not looked up each time).
+    private let pq: LibPQ
 
-    init(_ handle: OpaquePointer) {
+    init(_ handle: OpaquePointer, pq: LibPQ) {
         self.handle = handle
-        count = Int(LibPQ.api.ntuples(handle))
-        columns = Int(LibPQ.api.nfields(handle))
+        self.pq = pq
+        count = Int(pq.ntuples(handle))
+        columns = Int(pq.nfields(handle))
     }
 
-    deinit { LibPQ.api.clear(handle) }
+    deinit { pq.clear(handle) }
 
     /// Whether the value at `row`, `column` is NULL.
-    func isNull(_ row: Int, _ column: Int) -> Bool { LibPQ.api.getisnull(handle, Int32(row), Int32(column)) == 1 }
+    func isNull(_ row: Int, _ column: Int) -> Bool { pq.getisnull(handle, Int32(row), Int32(column)) == 1 }
 
     /// The text of a value, nil for NULL.
     func text(_ row: Int, _ column: Int) -> String? {
-        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = pq.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         return String(cString: raw)
     }
 
     /// A `bigint` value, nil for NULL or text that is no integer.
     func int64(_ row: Int, _ column: Int) -> Int64? {
-        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = pq.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         var end: UnsafeMutablePointer<CChar>?
         errno = 0
         let value = strtoll(raw, &end, 10)
@@ -87,9 +90,9 @@ final class PGRows {
 
     /// A `bytea` value (hex output), nil for NULL or a malformed value.
     func bytes(_ row: Int, _ column: Int) -> Data? {
-        guard !isNull(row, column), let raw = LibPQ.api.getvalue(handle, Int32(row), Int32(column)) else { return nil }
+        guard !isNull(row, column), let raw = pq.getvalue(handle, Int32(row), Int32(column)) else { return nil }
         // The `\x…` hex form of `bytea`.
-        let length = Int(LibPQ.api.getlength(handle, Int32(row), Int32(column)))
+        let length = Int(pq.getlength(handle, Int32(row), Int32(column)))
         let text = UnsafeRawBufferPointer(start: raw, count: length)
         guard length >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else { return nil }
         return Data(hexString: String(decoding: text.dropFirst(2), as: UTF8.self))
@@ -257,7 +260,7 @@ final class PGConnection {
             pq.clear(result)
             throw error
         }
-        return PGRows(result)
+        return PGRows(result, pq: pq)
     }
 
     /// A double-quoted identifier.

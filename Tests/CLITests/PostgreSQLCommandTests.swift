@@ -8,6 +8,14 @@ struct PostgreSQLCommandTests {
     static let examples = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appending(path: "Examples")
 
+    /// The example library imported into a SQLite store in `workspace`: its path, and the model's.
+    static func library(in workspace: Workspace) throws -> (store: String, model: String) {
+        let model = examples.appending(path: "Library.xcdatamodeld").path
+        let store = workspace.url.appending(path: "lib.sqlite").path
+        #expect(try CLI.run("import", store, examples.appending(path: "library.json").path, "--model", model).status == 0)
+        return (store, model)
+    }
+
     /// The schema a store URL names.
     static func schema(_ url: String) -> String { String(url[url.range(of: "schema=")!.upperBound...]) }
 
@@ -23,9 +31,7 @@ struct PostgreSQLCommandTests {
     @Test("libpq is loaded by the first connection, never by a command on a file store (the dynamic linker's own account)")
     func libpqLoadedOnDemand() throws {
         let workspace = try Workspace()
-        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
-        let store = workspace.url.appending(path: "lib.sqlite").path
-        #expect(try CLI.run("import", store, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        let (store, _) = try Self.library(in: workspace)
         let files = ["LD_DEBUG": "files"]
         let local = try CLI.run(["inspect", store], environment: files)
         #expect(local.status == 0 && local.stderr.contains("file=libc.so.6"), "LD_DEBUG reports the libraries: \(local.stderr.prefix(300))")
@@ -53,9 +59,7 @@ struct PostgreSQLCommandTests {
           arguments: ["schema=information_schema", "schema=pg_catalog", "schema=pg_mine", "schema=a&schema=b"])
     func reservedSchemas(_ schema: String) throws {
         let workspace = try Workspace()
-        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
-        let store = workspace.url.appending(path: "lib.sqlite").path
-        #expect(try CLI.run("import", store, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        let (store, model) = try Self.library(in: workspace)
         let base = try PostgreSQLTestServer.location().absoluteString
         let url = String(base[..<base.range(of: "schema=")!.lowerBound]) + schema
         for command in [["convert", store, url], ["create", url, "--model", model], ["import", url, Self.examples.appending(path: "library.json").path, "--model", model]] {
@@ -129,9 +133,7 @@ struct PostgreSQLCommandTests {
     @Test("a store filled in one go (convert, import into a new store) has every index a store made by create has, built once its rows are in")
     func indexesOfBulkLoadedStores() throws {
         let workspace = try Workspace()
-        let model = Self.examples.appending(path: "Library.xcdatamodeld").path
-        let lib = workspace.url.appending(path: "lib.sqlite").path
-        #expect(try CLI.run("import", lib, Self.examples.appending(path: "library.json").path, "--model", model).status == 0)
+        let (lib, model) = try Self.library(in: workspace)
         // The server's own list of a schema's indexes, the schema's name taken out.
         func indexes(_ url: String) throws -> [String] {
             let schema = Self.schema(url)

@@ -36,6 +36,15 @@ struct CrashHarnessTests {
         return (model, try workspace.write(document("", objects), to: "data.json"), try workspace.write(document("more-", objects / 3), to: "more.json"))
     }
 
+    /// A SQLite store of ten times the usual document, big enough that a signal lands in the
+    /// middle of most runs over it: its path, the model's and the documents'.
+    static func bigStore(in workspace: Harness) throws -> (store: String, model: String, data: String, more: String) {
+        let (model, data, more) = try writeData(in: workspace, objects: 10 * size)
+        let store = workspace.path("source.sqlite")
+        #expect(try CLI.run("import", store, data, "--model", model).status == 0)
+        return (store, model, data, more)
+    }
+
     /// Runs `arguments`, sending `signal` to the process after `delay` seconds (nil: let it finish).
     /// Whether the signal ended it, and its status.
     @discardableResult
@@ -142,10 +151,7 @@ struct CrashHarnessTests {
           arguments: [(SIGINT, "lmdb"), (SIGTERM, "sqlite")])
     func interrupted(_ signal: Int32, _ type: String) throws {
         let workspace = try Harness()
-        // Big enough that a signal lands in the middle of most runs.
-        let (model, data, more) = try Self.writeData(in: workspace, objects: 10 * Self.size)
-        let source = workspace.path("source.sqlite")
-        #expect(try CLI.run("import", source, data, "--model", model).status == 0)
+        let (source, model, _, more) = try Self.bigStore(in: workspace)
         let sourceExport = try CLI.run("export", source).stdout
         let destination = workspace.path("destination.\(type)")
         let arguments = ["convert", source, destination, "--force"]
@@ -203,9 +209,7 @@ struct CrashHarnessTests {
     @Test("export --output, interrupted: the file is whole or absent, and no partial file is left")
     func exportInterrupted() throws {
         let workspace = try Harness()
-        let (model, data, _) = try Self.writeData(in: workspace, objects: 10 * Self.size)
-        let store = workspace.path("store.sqlite")
-        #expect(try CLI.run("import", store, data, "--model", model).status == 0)
+        let (store, _, _, _) = try Self.bigStore(in: workspace)
         let whole = try CLI.run("export", store).stdout
         let output = workspace.path("out.json")
         let arguments = ["export", store, "--output", output]
