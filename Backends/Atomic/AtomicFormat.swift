@@ -7,8 +7,9 @@ import Crypto
 /// Encodes and decodes the atomic store file (`docs/atomic-format.md`).
 ///
 /// Decoding checks the whole file and indexes each table's rows, which stay encoded
-/// (``PackedRows``): a row is decoded when it is read. Encoding copies the bytes of every
-/// row that has not changed since and encodes only the others.
+/// (``PackedRows``), in memory or, for a store opened read-only, in the file: a row is
+/// decoded when it is read. Encoding copies the bytes of every row that has not changed
+/// since and encodes only the others.
 enum AtomicFormat {
     static let magic = Data("OBJSTORE".utf8)
     static let version: UInt16 = 1
@@ -85,7 +86,7 @@ enum AtomicFormat {
             let plan = packed?.transcoding(to: PackedRows.Shape(columns: columns, relationships: relationships, names: nameList))
             if let packed, let plan, plan.copies, table.isPackedOnly {
                 parts.append(out.buffer[...])
-                parts.append(packed.bytes[packed.offsets.first!..<packed.offsets.last!])
+                parts.append(try packed.encodedRows())
                 out = BinaryWriter()
                 continue
             }
@@ -195,37 +196,115 @@ enum AtomicFormat {
     }
 
     /// The metadata of the file at `path`, the file checked as ``verify(_:file:)`` checks it
-    /// (header, length, checksum) but never held whole: read a chunk at a time, only the header
-    /// and the metadata kept. Its rows are checked when the store is opened.
+    /// (header, length, checksum) but never held whole: read a chunk at a time, only the
+    /// metadata kept. Its rows are checked when the store is opened.
     static func readMetadata(file path: String, chunkSize: Int = 1 << 20) throws -> StoreMetadata {
-        let reader = BinaryReader(bytes: [], file: path)
-        return try withFileChunks(path, size: chunkSize) { size, chunks in
-            let bodyEnd = size - checksumSize
+        var source = try Source(checking: RowFile(path: path), chunkSize: chunkSize)
+        var offset = headerSize
+        return try source.read(at: &offset) { try readMetadata(&$0) }
+    }
+
+    /// The bytes of a file being decoded from its header's end to its checksum: all of them in
+    /// memory, or a window of them read from the file as the decoding moves on.
+    struct Source {
+        /// Where the rows lie: the whole file in memory, or the file to read them from.
+        enum Rows {
+            case memory([UInt8])
+            case file(RowFile)
+        }
+        let rows: Rows
+        let name: String
+        /// The window: the file's bytes from `start`.
+        private(set) var window: [UInt8]
+        private(set) var start = 0
+        /// Where the checksum begins.
+        let end: Int
+        let chunkSize: Int
+
+        /// The whole file in memory, checked (``verify(_:file:)``).
+        init(verified data: [UInt8], file: String) throws {
+            let reader = try verify(data, file: file)
+            (rows, name, window, end, chunkSize) = (.memory(data), file, data, reader.end, data.count)
+        }
+
+        /// The file read a chunk at a time: its header, length and checksum checked now.
+        init(checking file: RowFile, chunkSize: Int) throws {
+            (rows, name, window, end, self.chunkSize) = (.file(file), file.path, [], Swift.max(0, file.size - checksumSize), Swift.max(1, chunkSize))
+            let reader = BinaryReader(bytes: [], file: file.path)
+            try checkHeader(try file.read(0..<Swift.min(headerSize, file.size))[...], size: file.size, reader: reader, file: file.path)
             var hash = SHA256()
-            // The file's first bytes, up to the metadata's end once its length is read; the checksum.
-            var head: [UInt8] = [], headEnd: Int?, checksum: [UInt8] = [], offset = 0
-            try chunks { chunk in
-                if offset < bodyEnd { chunk.prefix(bodyEnd - offset).withUnsafeBytes { hash.update(bufferPointer: $0) } }
-                if offset + chunk.count > bodyEnd { checksum += chunk.suffix(offset + chunk.count - Swift.max(offset, bodyEnd)) }
-                if headEnd.map({ head.count < $0 }) ?? true { head += chunk.prefix((headEnd ?? .max) - head.count) }
-                if headEnd == nil, head.count >= headerSize + 10 || offset + chunk.count == size {
-                    try checkHeader(head.prefix(headerSize), size: size, reader: reader, file: path)
-                    var length = BinaryReader(bytes: head, file: path)
-                    length.offset = headerSize
-                    // A length that does not read ends the head here: reading the metadata says why.
-                    headEnd = (try? length.varint()).map { length.offset + Swift.min(Int(clamping: $0), size) } ?? head.count
-                    head = Array(head.prefix(headEnd!))
+            var at = 0
+            while at < end {
+                let chunk = try file.read(at..<Swift.min(at + self.chunkSize, end))
+                chunk.withUnsafeBytes { hash.update(bufferPointer: $0) }
+                at += chunk.count
+            }
+            guard Array(hash.finalize()) == (try file.read(end..<file.size)) else {
+                throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: end)
+            }
+        }
+
+        /// Whether the window holds every byte up to the checksum.
+        private var whole: Bool { start + window.count >= end }
+
+        /// Moves the window to `offset`, holding at least `count` bytes from there (fewer at the end).
+        private mutating func slide(to offset: Int, holding count: Int) throws {
+            guard case .file(let file) = rows, offset < start || offset + count > start + window.count, !(offset >= start && whole) else { return }
+            window = []   // the old window goes before the new one is read
+            window = try file.read(offset..<Swift.min(end, offset + Swift.max(count, chunkSize)))
+            start = offset
+        }
+
+        /// Reads what `body` reads from `offset` and moves `offset` past it. A window too short
+        /// for it is grown and `body` run again: its errors are final once the window holds
+        /// everything to the checksum (so they are the errors a whole file in memory gives).
+        mutating func read<T>(at offset: inout Int, _ body: (inout BinaryReader) throws -> T) throws -> T {
+            var wanted = 0
+            while true {
+                try slide(to: offset, holding: wanted)
+                var reader = BinaryReader(bytes: window, file: name)
+                reader.origin = start
+                reader.offset = offset - start
+                reader.end = end - start
+                if reader.end > window.count { reader.end = window.count }
+                do {
+                    let result = try body(&reader)
+                    offset = start + reader.offset
+                    return result
+                } catch where !whole {
+                    wanted = Swift.max(1, 2 * (start + window.count - offset))
                 }
-                offset += chunk.count
             }
-            try checkHeader(head.prefix(headerSize), size: size, reader: reader, file: path)
-            guard Array(hash.finalize()) == checksum else {
-                throw reader.corrupt("checksum mismatch: the file was changed or damaged", at: size - checksumSize)
+        }
+
+        /// Checks and indexes `count` rows from `offset` (``PackedRows/index(_:origin:from:to:rows:columns:relationships:names:file:partial:into:_:)``)
+        /// and moves `offset` past them: rows kept in memory, or read from the file when needed.
+        mutating func rows(at offset: inout Int, count: Int, columns: [String], relationships: [String], names: [String]) throws -> PackedRows {
+            // A row takes at least two bytes and one per column and relationship.
+            let room = Swift.min(count, (end - offset) / (2 + columns.count + relationships.count) + 1)
+            var keys: [Int64] = [], offsets = RowOffsets(base: offset)
+            keys.reserveCapacity(room)
+            offsets.reserveCapacity(room + 1)
+            var wanted = 0
+            while keys.count < count {
+                try slide(to: offset, holding: wanted)
+                let done = keys.count
+                offset = try window.withUnsafeBufferPointer { all in
+                    try PackedRows.index(all, origin: start, from: offset, to: end, rows: count - done, columns: columns.count,
+                                         relationships: relationships.count, names: names.count, file: name, partial: !whole,
+                                         into: &keys, &offsets)
+                }
+                // On from the first row the window cut: in a window twice as long when it held none.
+                let left = start + window.count - offset
+                wanted = keys.count == done ? Swift.max(1, 2 * left) : left + 1
             }
-            var metadata = BinaryReader(bytes: head, file: path)
-            metadata.offset = headerSize
-            metadata.end = Swift.min(head.count, bodyEnd)
-            return try readMetadata(&metadata)
+            offsets.append(offset)
+            switch rows {
+            case .memory(let data):
+                return PackedRows(bytes: data, keys: keys, offsets: offsets, columns: columns, relationships: relationships, names: names, file: name)
+            case .file(let file):
+                return PackedRows(source: file, keys: keys, offsets: offsets, columns: columns, relationships: relationships, names: names)
+            }
         }
     }
 
@@ -241,46 +320,63 @@ enum AtomicFormat {
 
     /// Checks the whole file and indexes its rows, which stay encoded in `data` (``PackedRows``).
     static func decode(_ data: [UInt8], file: String) throws -> RecordTables {
-        var reader = try verify(data, file: file)
-        var tables = RecordTables(metadata: try readMetadata(&reader))
-        let nameCount = try reader.count()
-        var names: [String] = []
-        for _ in 0..<nameCount { names.append(try reader.string()) }
+        var source = try Source(verified: data, file: file)
+        return try decode(&source, flags: data[10])
+    }
+
+    /// Checks the whole file at `path`, a chunk at a time, and indexes its rows, which are read
+    /// from the file when they are needed (``PackedRows/source``): what is held is the keys and
+    /// offsets of the rows, not the rows.
+    static func decode(file path: String, chunkSize: Int = 1 << 20) throws -> RecordTables {
+        let file = try RowFile(path: path)
+        var source = try Source(checking: file, chunkSize: chunkSize)
+        return try decode(&source, flags: try file.read(10..<11)[0])
+    }
+
+    /// The tables of a checked file, read from after its header; `flags` are the header's.
+    private static func decode(_ source: inout Source, flags: UInt8) throws -> RecordTables {
+        let file = source.name
+        var offset = headerSize
+        var tables = RecordTables(metadata: try source.read(at: &offset) { try readMetadata(&$0) })
+        let names = try source.read(at: &offset) { reader in try (0..<(try reader.count())).map { _ in try reader.string() } }
         func nameIndex(_ reader: inout BinaryReader) throws -> Int {
             let at = reader.offset
             let i = try reader.varint()
             guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
             return Int(i)
         }
-        for _ in 0..<(try reader.count()) {
-            let root = names[try nameIndex(&reader)]
-            tables.lastKey[root] = try reader.signed()
+        try source.read(at: &offset) { reader in
+            for _ in 0..<(try reader.count()) {
+                let root = names[try nameIndex(&reader)]
+                tables.lastKey[root] = try reader.signed()
+            }
         }
-        for _ in 0..<(try reader.count()) {
-            let entity = names[try nameIndex(&reader)]
-            var columns: [String] = []
-            for _ in 0..<(try reader.count()) { columns.append(try reader.string()) }
-            var relationships: [String] = []
-            for _ in 0..<(try reader.count()) { relationships.append(try reader.string()) }
-            let rowCount = try reader.count()
-            let (keys, offsets) = try PackedRows.index(data, from: reader.offset, to: reader.end, rows: rowCount, columns: columns.count,
-                                                       relationships: relationships.count, names: names.count, file: file)
-            reader.offset = offsets.last!
+        for _ in 0..<(try source.read(at: &offset) { try $0.count() }) {
+            let (entity, columns, relationships, rowCount) = try source.read(at: &offset) { reader in
+                let entity = names[try nameIndex(&reader)]
+                let columns = try (0..<(try reader.count())).map { _ in try reader.string() }
+                let relationships = try (0..<(try reader.count())).map { _ in try reader.string() }
+                return (entity, columns, relationships, try reader.count())
+            }
+            let packed = try source.rows(at: &offset, count: rowCount, columns: columns, relationships: relationships, names: names)
             var ascending = true
-            for (i, (a, b)) in zip(keys, keys.dropFirst()).enumerated() where a >= b {
-                if a == b { throw reader.corrupt("primary key \(b) appears twice in \(entity)", at: offsets[i + 1]) }
+            for (i, (a, b)) in zip(packed.keys, packed.keys.dropFirst()).enumerated() where a >= b {
+                if a == b { throw corrupt(file, "primary key \(b) appears twice in \(entity)", at: packed.offsets[i + 1]) }
                 ascending = false
             }
-            let packed = PackedRows(bytes: data, keys: keys, offsets: offsets, columns: columns,
-                                    relationships: relationships, names: names, file: file)
-            tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, reader: reader), for: entity)
+            tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, file: file), for: entity)
         }
-        if data[10] & UInt8(historyFlag) != 0 { try readHistory(&reader, into: &tables, file: file) }
-        if data[10] & UInt8(orderKeysFlag) != 0 { try readOrderKeys(&reader, into: &tables, names: names) }
-        guard reader.offset == reader.end else {
-            throw reader.corrupt("\(reader.end - reader.offset) unexpected bytes after the last table", at: reader.offset)
+        if flags & UInt8(historyFlag) != 0 { try source.read(at: &offset) { try readHistory(&$0, into: &tables, file: file) } }
+        if flags & UInt8(orderKeysFlag) != 0 { try source.read(at: &offset) { try readOrderKeys(&$0, into: &tables, names: names) } }
+        guard offset == source.end else {
+            throw corrupt(file, "\(source.end - offset) unexpected bytes after the last table", at: offset)
         }
         return tables
+    }
+
+    /// A `corrupt` error at byte `offset` of `file`.
+    private static func corrupt(_ file: String, _ message: String, at offset: Int) -> StoreError {
+        BinaryReader(bytes: [], file: file).corrupt(message, at: offset)
     }
 
     /// The history section: the last token handed out, then each transaction's token and record, ascending.
@@ -335,10 +431,10 @@ enum AtomicFormat {
 
     /// The rows of a table whose keys are not in ascending order, decoded (the format asks for
     /// ascending order; this library always wrote it).
-    private static func unpacked(_ packed: PackedRows, entity: String, reader: BinaryReader) throws -> RecordTable {
+    private static func unpacked(_ packed: PackedRows, entity: String, file: String) throws -> RecordTable {
         var table = RecordTable()
         for (i, pk) in packed.keys.enumerated() {
-            guard !table.contains(pk) else { throw reader.corrupt("primary key \(pk) appears twice in \(entity)", at: packed.offsets[i]) }
+            guard !table.contains(pk) else { throw corrupt(file, "primary key \(pk) appears twice in \(entity)", at: packed.offsets[i]) }
             table.insert(pk, try packed.row(at: i))
         }
         return table

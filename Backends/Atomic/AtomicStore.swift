@@ -4,8 +4,10 @@ import ObjectStore
 import StoreToolkit
 import Synchronization
 
-/// A store kept whole in one binary file: read completely at open, written
-/// completely and atomically at every save (`docs/atomic-format.md`).
+/// A store kept whole in one binary file: checked completely at open, written
+/// completely and atomically at every save (`docs/atomic-format.md`). A store opened
+/// for writing holds the file's bytes; one opened read-only holds its rows' keys and
+/// offsets and reads rows from the file (the one it opened) when they are needed.
 ///
 /// A save writes a temporary file beside the store, fsyncs it, renames it over
 /// the store and fsyncs the directory: a crash at any point leaves the old file
@@ -73,7 +75,7 @@ public final class AtomicStore: RecordTablesStore {
             if exists {
                 // Taken before the file is read: a file replaced in between is read again later.
                 historySeen.withLock { $0 = FileOperations.identity(url) }
-                tables = try AtomicStoreType.load(url)
+                tables = try AtomicStoreType.load(url, inMemory: !options.readOnly)
                 let compatibility = tables.metadata.compatibility(with: model)
                 guard compatibility.isCompatible else {
                     throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
@@ -144,7 +146,7 @@ public final class AtomicStore: RecordTablesStore {
             guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
             try historySeen.withLock { seen in
                 guard now != seen, let now else { return }
-                let fresh = try AtomicStoreType.load(fileURL)
+                let fresh = try AtomicStoreType.load(fileURL, inMemory: false)
                 guard fresh.metadata.storeUUID == tables!.metadata.storeUUID else {
                     throw StoreError(.storeReplaced, "another store replaced this one", url: fileURL)
                 }

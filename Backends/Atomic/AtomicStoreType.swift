@@ -72,18 +72,15 @@ public struct AtomicStoreType: StoreType {
         // store that is not readable says so; its rows are checked when it is opened.
         let url = FileOperations.resolved(given)
         try FileOperations.checkRegularFile(url, kind: "atomic store")
-        do {
-            return try AtomicFormat.readMetadata(file: url.path)
-        } catch let error as FileSystemError {
-            throw StoreError(.io, "cannot read the store", url: url, cause: error)
-        }
+        return try AtomicFormat.readMetadata(file: url.path)
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at given: URL) throws {
         let url = FileOperations.resolved(given)
         let lock = try FileLock(url: Self.lockURL(url), waiting: 5, what: url)
         defer { lock.release() }
-        var tables = try Self.load(url)
+        // The rows are copied from the file as it is written (the descriptor keeps the old file).
+        var tables = try Self.load(url, inMemory: false)
         tables.metadata = metadata
         try Self.write(tables, to: url, fileSystem: fileSystem)
     }
@@ -91,22 +88,18 @@ public struct AtomicStoreType: StoreType {
     public func open(at url: URL?, model: ManagedObjectModel, options: StoreOptions) throws -> any PersistentStore {
         guard let url else { throw StoreError(.notFound, "an atomic store needs a file URL") }
         // Through a link or its real path, one store: saves replace the real file, the link stays.
-        logger.debug("opening \(url.path)\(options.readOnly ? ", read-only" : ""): the file is read whole and checked")
+        logger.debug("opening \(url.path)\(options.readOnly ? ", read-only: the file is checked and its rows read when needed" : ": the file is read whole and checked")")
         return try AtomicStore(url: FileOperations.resolved(url), model: model, options: options, fileSystem: fileSystem)
     }
 
-    /// The whole file, read into one array.
-    static func readFile(_ url: URL) throws -> [UInt8] {
+    /// The tables of the file at `url`, checked whole: `inMemory`, the file's bytes held (a
+    /// writer rewrites them with every save); otherwise its rows read from the file when they
+    /// are needed, so that what is held is their keys and offsets.
+    static func load(_ url: URL, inMemory: Bool) throws -> RecordTables {
         try FileOperations.checkRegularFile(url, kind: "atomic store")
-        do {
-            return try readWholeFile(url.path)
-        } catch {
-            throw StoreError(.io, "cannot read the store", url: url, cause: error)
-        }
-    }
-
-    static func load(_ url: URL) throws -> RecordTables {
-        try AtomicFormat.decode(try readFile(url), file: url.path)
+        if !inMemory { return try AtomicFormat.decode(file: url.path) }
+        let file = try RowFile(path: url.path)
+        return try AtomicFormat.decode(try file.read(0..<file.size), file: url.path)
     }
 
     static func write(_ tables: RecordTables, to url: URL, fileSystem: any AtomicFileSystem) throws {

@@ -72,6 +72,9 @@ public struct BinaryReader {
     public var offset = 0
     /// Where the readable bytes end.
     public var end: Int
+    /// Where in the file the first byte lies: added to every offset an error names (for a
+    /// reader over part of a file).
+    public var origin = 0
 
     /// A reader over `data`, naming `file` in errors.
     public init(data: Data, file: String) {
@@ -85,8 +88,9 @@ public struct BinaryReader {
         self.end = bytes.count
     }
 
+    /// A `corrupt` error at `offset` (of these bytes) that names the file and the byte offset in it.
     public func corrupt(_ message: String, at offset: Int) -> StoreError {
-        StoreError(.corrupt, "\(message) (at byte offset \(offset))", url: URL(filePath: file))
+        StoreError(.corrupt, "\(message) (at byte offset \(origin + offset))", url: URL(filePath: file))
     }
 
     private func need(_ n: Int) throws {
@@ -163,7 +167,7 @@ public struct BinaryReader {
     /// Runs `body` with a cursor at the next byte, then moves past what it read.
     private mutating func cursor<T>(_ body: (inout RowCursor) throws -> T) throws -> T {
         let (result, at) = try storage.withUnsafeBufferPointer { all in
-            var cursor = RowCursor(all, from: offset, to: end, file: file)
+            var cursor = RowCursor(all, from: offset, to: end, file: file, origin: origin)
             return (try body(&cursor), cursor.at)
         }
         offset = at

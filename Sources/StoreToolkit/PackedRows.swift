@@ -14,8 +14,12 @@ import ObjectStore
 /// each value with ``BinaryReader/skipValue()``; rows encoded from a batch are valid by
 /// construction); decoding still checks every bound.
 public struct PackedRows: Sendable {
-    /// The bytes the rows lie in (a whole file: shared, not copied).
+    /// The bytes the rows lie in (a whole file: shared, not copied); empty for rows read from
+    /// ``source``.
     public internal(set) var bytes: [UInt8]
+    /// The file the rows are read from when they are needed, instead of ``bytes`` (a store
+    /// opened read-only holds only the keys and offsets of its rows).
+    public private(set) var source: RowFile?
     /// The primary keys, ascending.
     public internal(set) var keys: [Int64]
     /// Where each row starts in ``bytes``, and, last, where the last row ends.
@@ -39,6 +43,7 @@ public struct PackedRows: Sendable {
         precondition(offsets.count == keys.count + 1, "one offset per row and one for the end")
         precondition(offsets.last! <= bytes.count, "rows within the bytes")
         self.bytes = bytes
+        self.source = nil
         self.keys = keys
         self.offsets = offsets
         self.columns = columns
@@ -47,23 +52,39 @@ public struct PackedRows: Sendable {
         self.file = file
     }
 
-    /// Checks `rows` rows in `bytes` from `start` (no further than `end`) as the atomic reader
-    /// checks them (every value stepped over and checked, UTF-8, decimals and URIs included; every
-    /// name index below `names`); returns each row's primary key and offset, and the offset where
-    /// the last one ends.
+    /// The rows at `offsets` of `source` (one more offset than keys: the end of the last row),
+    /// read from the file when they are needed.
+    public init(source: RowFile, keys: [Int64], offsets: RowOffsets, columns: [String], relationships: [String], names: [String]) {
+        precondition(offsets.count == keys.count + 1, "one offset per row and one for the end")
+        precondition(offsets.last! <= source.size, "rows within the file")
+        self.bytes = []
+        self.source = source
+        self.keys = keys
+        self.offsets = offsets
+        self.columns = columns
+        self.relationships = relationships
+        self.names = names
+        self.file = source.path
+    }
+
+    /// Checks rows in `bytes`, the file's bytes from `origin`, as the atomic reader checks them
+    /// (every value stepped over and checked, UTF-8, decimals and URIs included; every name index
+    /// below `names`), from file offset `start` and at most `rows` of them, none past file offset
+    /// `end`; adds each row's primary key and file offset to `keys` and `offsets` and returns the
+    /// offset where the last one ends.
+    ///
+    /// With `partial`, the bytes are a window that stops short of the rows' end: a row the window
+    /// cuts (or that fails to read) ends the rows checked here, the caller to read on from there
+    /// with a larger window.
     /// - Throws: `StoreError` with code `corrupt` naming `file` and the byte offset.
-    public static func index(_ bytes: [UInt8], from start: Int, to end: Int, rows: Int, columns: Int, relationships: Int,
-                             names: Int, file: String) throws -> (keys: [Int64], offsets: RowOffsets) {
-        // A row takes at least two bytes and one per column and relationship.
-        let room = Swift.min(rows, (end - start) / (2 + columns + relationships) + 1)
-        var keys: [Int64] = [], offsets = RowOffsets(base: start)
-        keys.reserveCapacity(room)
-        offsets.reserveCapacity(room + 1)
-        try bytes.withUnsafeBufferPointer { all in
-            var cursor = RowCursor(all, from: start, to: end, file: file)
-            for _ in 0..<rows {
-                offsets.append(cursor.at)
-                keys.append(try cursor.signed())
+    public static func index(_ bytes: UnsafeBufferPointer<UInt8>, origin: Int, from start: Int, to end: Int, rows: Int,
+                             columns: Int, relationships: Int, names: Int, file: String, partial: Bool,
+                             into keys: inout [Int64], _ offsets: inout RowOffsets) throws -> Int {
+        var cursor = RowCursor(bytes, from: start - origin, to: Swift.min(end - origin, bytes.count), file: file, origin: origin)
+        for _ in 0..<rows {
+            let rowStart = cursor.at
+            do {
+                let key = try cursor.signed()
                 _ = try cursor.signed()
                 for _ in 0..<columns { try cursor.checkValue() }
                 for _ in 0..<relationships {
@@ -73,23 +94,38 @@ public struct PackedRows: Sendable {
                         _ = try cursor.signed()
                     }
                 }
+                keys.append(key)
+                offsets.append(origin + rowStart)
+            } catch where partial {
+                return origin + rowStart
             }
-            offsets.append(cursor.at)
         }
-        return (keys, offsets)
+        return origin + cursor.at
     }
 
     /// The index in ``keys`` of `pk`, or nil.
     public func index(of pk: Int64) -> Int? { keys.ascendingIndex(of: pk) }
 
-    /// The encoded bytes of row `index`.
-    public func encoded(at index: Int) -> ArraySlice<UInt8> { bytes[offsets[index]..<offsets[index + 1]] }
+    /// Runs `body` over bytes holding rows `range` (read from ``source`` for rows kept there),
+    /// with the offset ``offsets`` give the buffer's first byte.
+    private func withRows<T>(_ range: Range<Int>, _ body: (_ all: UnsafeBufferPointer<UInt8>, _ origin: Int) throws -> T) throws -> T {
+        guard let source else { return try bytes.withUnsafeBufferPointer { try body($0, 0) } }
+        let origin = offsets[range.lowerBound]
+        return try source.readRows(origin..<offsets[range.upperBound]).withUnsafeBufferPointer { try body($0, origin) }
+    }
+
+    /// The encoded bytes of every row, one after another as they lie.
+    /// - Throws: `StoreError` for rows in a file that cannot be read.
+    public func encodedRows() throws -> ArraySlice<UInt8> {
+        guard let source else { return bytes[offsets.first!..<offsets.last!] }
+        return try source.read(offsets.first!..<offsets.last!)[...]
+    }
 
     /// Decodes row `index`.
     /// - Throws: `StoreError` with code `corrupt` for bytes that are no row.
     public func row(at index: Int) throws -> StoredRow {
-        try bytes.withUnsafeBufferPointer { all in
-            var cursor = RowCursor(all, from: offsets[index], to: offsets[index + 1], file: file)
+        try withRows(index..<(index + 1)) { all, origin in
+            var cursor = RowCursor(all, from: offsets[index] - origin, to: offsets[index + 1] - origin, file: file, origin: origin)
             _ = try cursor.signed()
             var row = StoredRow(version: try cursor.signed(), attributes: [:], relationships: [:])
             row.attributes.reserveCapacity(columns.count)
@@ -121,10 +157,11 @@ public struct PackedRows: Sendable {
     public func decode(rows range: Range<Int>, into batch: inout RecordBatch, attributeSlots: [Int?], toOneSlots: [Int?],
                        exists: (_ name: Int, _ primaryKey: Int64) -> Bool) throws {
         let width = batch.layout.attributes.count, links = batch.layout.toOne.count, entity = batch.entity.name
-        try bytes.withUnsafeBufferPointer { all in
+        guard !range.isEmpty else { return }
+        try withRows(range) { all, origin in
             try batch.appendRows(count: range.count) { primaryKeys, versions, values, toOne in
                 for (row, index) in range.enumerated() {
-                    var cursor = RowCursor(all, from: offsets[index], to: offsets[index + 1], file: file)
+                    var cursor = RowCursor(all, from: offsets[index] - origin, to: offsets[index + 1] - origin, file: file, origin: origin)
                     let pk = try cursor.signed()
                     primaryKeys[row] = pk
                     versions[row] = try cursor.signed()
@@ -216,7 +253,7 @@ extension PackedRows {
     }
 
     /// Whether the rows lie alone in bytes of their own (not in a whole file shared with other tables).
-    var ownsBytes: Bool { offsets.first == 0 && offsets.last == bytes.count }
+    var ownsBytes: Bool { source == nil && offsets.first == 0 && offsets.last == bytes.count }
 
     /// Makes the rows ready to take `batch`'s: laid out in a shape with room for its values and
     /// in bytes of their own, every row re-encoded once when either changes. The rows keep
@@ -236,6 +273,7 @@ extension PackedRows {
         }
         moved.append(out.count)
         bytes = out.buffer
+        source = nil
         offsets = moved
         (columns, relationships, names) = (wanted.columns, wanted.relationships, wanted.names)
     }
@@ -304,10 +342,10 @@ extension PackedRows {
     /// Writes row `index` re-encoded as `plan` says (copied as it is when the shapes are the same).
     /// - Throws: `StoreError` with code `corrupt` for bytes that are no row.
     public func write(row index: Int, _ plan: Transcoding, into out: inout BinaryWriter) throws {
-        try bytes.withUnsafeBufferPointer { all in
-            let start = offsets[index], end = offsets[index + 1]
+        try withRows(index..<(index + 1)) { all, origin in
+            let start = offsets[index] - origin, end = offsets[index + 1] - origin
             if plan.copies { return out.bytes(UnsafeBufferPointer(rebasing: all[start..<end])) }
-            var cursor = RowCursor(all, from: start, to: end, file: file)
+            var cursor = RowCursor(all, from: start, to: end, file: file, origin: origin)
             _ = try cursor.signed()
             _ = try cursor.signed()
             if plan.copiesValues {
@@ -340,7 +378,7 @@ extension PackedRows {
             try cursor.finish()
             for source in plan.relationships {
                 guard let source else { out.byte(0); continue }
-                var list = RowCursor(all, from: lists[source], to: end, file: file)
+                var list = RowCursor(all, from: lists[source], to: end, file: file, origin: origin)
                 let n = try list.count()
                 out.varint(UInt64(n))
                 for _ in 0..<Swift.max(0, n - 1) {
@@ -417,17 +455,20 @@ struct RowCursor {
     var at: Int
     let end: Int
     let file: String
+    /// Where in the file `bytes` start (added to the offsets errors name).
+    let origin: Int
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, file: String) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, file: String, origin: Int = 0) {
         precondition(0 <= start && start <= end && end <= bytes.count, "a row within its bytes")
         self.bytes = bytes
         self.at = start
         self.end = end
         self.file = file
+        self.origin = origin
     }
 
     func corrupt(_ message: String, at offset: Int) -> StoreError {
-        StoreError(.corrupt, "\(message) (at byte offset \(offset))", url: URL(filePath: file))
+        StoreError(.corrupt, "\(message) (at byte offset \(origin + offset))", url: URL(filePath: file))
     }
 
     private func truncated(_ n: Int) -> StoreError { corrupt("truncated: \(n) bytes needed, \(end - at) left", at: at) }

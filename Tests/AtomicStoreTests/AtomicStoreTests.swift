@@ -99,7 +99,7 @@ struct AtomicFileTests {
         // Damage behind a valid checksum after intact metadata is in the rows, which opening checks;
         // reading the metadata checks the header, the length, the checksum and the metadata.
         let inRows = name.hasSuffix("behind a valid checksum") && !name.hasPrefix("length past the end") || name.hasPrefix("unexpected bytes")
-        for attempt in ["open", "readMetadata", "writeMetadata"] {
+        for attempt in ["open", "open read-only", "readMetadata", "writeMetadata"] {
             if attempt == "readMetadata", inRows {
                 #expect(try AtomicStoreType().readMetadata(at: folder.store).storeType == "atomic", "\(name): the metadata reads")
                 continue
@@ -107,6 +107,8 @@ struct AtomicFileTests {
             do {
                 switch attempt {
                 case "open": _ = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())
+                case "open read-only":
+                    _ = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
                 case "readMetadata": _ = try AtomicStoreType().readMetadata(at: folder.store)
                 default: try AtomicStoreType().writeMetadata(StoreMetadata(), at: folder.store)
                 }

@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ObjectStore
+import Synchronization
+
+/// A file read a range at a time through a descriptor held open: what ``PackedRows`` read
+/// on demand lie in. A file renamed over this path later changes nothing read here (the
+/// descriptor keeps the file it opened); a file cut short in place gives a `corrupt` error,
+/// never a read past its end. Closed when the last rows holding it are gone.
+public final class RowFile: Sendable {
+    /// The path the file was opened at, named in errors.
+    public let path: String
+    /// The file's size when it was opened.
+    public let size: Int
+    private let descriptor: Int32
+    /// The bytes from where each of the last few small reads that missed began: rows read one
+    /// after another, in a few tables at once (an object and the objects it refers to), come
+    /// from one `pread` a block, not one each.
+    private let blocks = Mutex<(blocks: [(start: Int, bytes: [UInt8])], next: Int)>(([], 0))
+    private static let blockSize = 64 << 10, blockCount = 4
+
+    /// Opens the file at `path` for reading.
+    /// - Throws: `StoreError` with code `io` when it cannot be opened.
+    public init(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.failure("open", path, errno) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            _ = close(fd)
+            throw Self.failure("fstat", path, code)
+        }
+        self.path = path
+        self.size = Int(info.st_size)
+        self.descriptor = fd
+    }
+
+    deinit { _ = close(descriptor) }
+
+    /// The bytes of `range`, which must lie within ``size``.
+    /// - Throws: `StoreError` with code `io` when the read fails, `corrupt` when the file has
+    ///   become shorter than `range` since it was opened.
+    public func read(_ range: Range<Int>) throws -> [UInt8] {
+        precondition(range.lowerBound >= 0 && range.upperBound <= size, "a range within the file")
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: range.count) { buffer, count in
+            while count < buffer.count {
+                let n = pread(descriptor, buffer.baseAddress! + count, buffer.count - count, off_t(range.lowerBound + count))
+                if n < 0, errno == EINTR { continue }
+                if n < 0 { failure = errno }
+                if n <= 0 { return }
+                count += n
+            }
+        }
+        if failure != 0 { throw Self.failure("read", path, failure) }
+        guard bytes.count == range.count else {
+            throw StoreError(.corrupt, "the file ends at byte \(range.lowerBound + bytes.count), shorter than its \(size) bytes when it was opened: it was changed in place",
+                             url: URL(filePath: path))
+        }
+        return bytes
+    }
+
+    /// The bytes of `range` as ``read(_:)`` reads them, a short range from the blocks last read
+    /// for rows when one holds it (rows read one at a time).
+    func readRows(_ range: Range<Int>) throws -> [UInt8] {
+        guard range.count <= Self.blockSize / 4 else { return try read(range) }
+        let cached = blocks.withLock { cache -> [UInt8]? in
+            for block in cache.blocks where range.lowerBound >= block.start && range.upperBound <= block.start + block.bytes.count {
+                return Array(block.bytes[(range.lowerBound - block.start)..<(range.upperBound - block.start)])
+            }
+            return nil
+        }
+        if let cached { return cached }
+        let bytes = try read(range.lowerBound..<Swift.min(size, range.lowerBound + Self.blockSize))
+        blocks.withLock { cache in
+            if cache.blocks.count < Self.blockCount { cache.blocks.append((range.lowerBound, bytes)) } else { cache.blocks[cache.next] = (range.lowerBound, bytes) }
+            cache.next = (cache.next + 1) % Self.blockCount
+        }
+        return Array(bytes[..<range.count])
+    }
+
+    private static func failure(_ call: String, _ path: String, _ code: Int32) -> StoreError {
+        StoreError(.io, "cannot read the file: \(call)(\(path)) failed: \(String(cString: strerror(code)))", url: URL(filePath: path))
+    }
+}
