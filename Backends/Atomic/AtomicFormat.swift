@@ -256,8 +256,9 @@ enum AtomicFormat {
         }
 
         /// Reads what `body` reads from `offset` and moves `offset` past it. A window too short
-        /// for it is grown and `body` run again: its errors are final once the window holds
-        /// everything to the checksum (so they are the errors a whole file in memory gives).
+        /// for it is grown and `body` run again (so `body` returns what it reads and changes
+        /// nothing else): its errors are final once the window holds everything to the checksum
+        /// (so they are the errors a whole file in memory gives).
         mutating func read<T>(at offset: inout Int, _ body: (inout BinaryReader) throws -> T) throws -> T {
             var wanted = 0
             while true {
@@ -345,18 +346,28 @@ enum AtomicFormat {
             guard i < UInt64(names.count) else { throw reader.corrupt("entity index \(i) out of range", at: at) }
             return Int(i)
         }
-        try source.read(at: &offset) { reader in
+        // What a body passed to `source.read` reads it returns: a body may run again in a larger window.
+        tables.lastKey = try source.read(at: &offset) { reader in
+            var lastKey: [String: Int64] = [:]
             for _ in 0..<(try reader.count()) {
                 let root = names[try nameIndex(&reader)]
-                tables.lastKey[root] = try reader.signed()
+                lastKey[root] = try reader.signed()
             }
+            return lastKey
         }
         for _ in 0..<(try source.read(at: &offset) { try $0.count() }) {
+            let bodyEnd = source.end
             let (entity, columns, relationships, rowCount) = try source.read(at: &offset) { reader in
                 let entity = names[try nameIndex(&reader)]
                 let columns = try (0..<(try reader.count())).map { _ in try reader.string() }
                 let relationships = try (0..<(try reader.count())).map { _ in try reader.string() }
-                return (entity, columns, relationships, try reader.count())
+                // The rows follow, beyond this window: their count is bounded by the bytes to the checksum.
+                let at = reader.offset
+                let rows = try reader.varint()
+                guard rows <= UInt64(bodyEnd - reader.origin - reader.offset) + 1 else {
+                    throw reader.corrupt("count \(rows) is larger than the data could hold", at: at)
+                }
+                return (entity, columns, relationships, Int(rows))
             }
             let packed = try source.rows(at: &offset, count: rowCount, columns: columns, relationships: relationships, names: names)
             var ascending = true
@@ -366,8 +377,20 @@ enum AtomicFormat {
             }
             tables.setTable(ascending ? RecordTable(packed: packed) : try unpacked(packed, entity: entity, file: file), for: entity)
         }
-        if flags & UInt8(historyFlag) != 0 { try source.read(at: &offset) { try readHistory(&$0, into: &tables, file: file) } }
-        if flags & UInt8(orderKeysFlag) != 0 { try source.read(at: &offset) { try readOrderKeys(&$0, into: &tables, names: names) } }
+        if flags & UInt8(historyFlag) != 0 {
+            tables = try source.read(at: &offset) { [tables] reader in
+                var read = tables
+                try readHistory(&reader, into: &read, file: file)
+                return read
+            }
+        }
+        if flags & UInt8(orderKeysFlag) != 0 {
+            tables = try source.read(at: &offset) { [tables] reader in
+                var read = tables
+                try readOrderKeys(&reader, into: &read, names: names)
+                return read
+            }
+        }
         guard offset == source.end else {
             throw corrupt(file, "\(source.end - offset) unexpected bytes after the last table", at: offset)
         }

@@ -60,7 +60,7 @@ public final class RowFile: Sendable {
         }
         if failure != 0 { throw Self.failure("read", path, failure) }
         guard bytes.count == range.count else {
-            throw StoreError(.corrupt, "the file ends at byte \(range.lowerBound + bytes.count), shorter than its \(size) bytes when it was opened: it was changed in place",
+            throw StoreError(.corrupt, "the file was cut short in place since it was opened with \(size) bytes (at byte offset \(range.lowerBound + bytes.count))",
                              url: URL(filePath: path))
         }
         return bytes

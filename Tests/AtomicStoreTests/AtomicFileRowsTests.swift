@@ -33,6 +33,10 @@ struct AtomicFileRowsTests {
         records.append(ObjectRecord(key: ObjectKey("Item", item), attributes: ["data": .data(Data((0..<5_000).map { UInt8($0 % 251) })),
                                                                                 "double": .double(-0.0), "uuid": .uuid(UUID())]))
         try store.save(ChangeSet(inserted: records))
+        // History of several transactions, which windows may cut anywhere.
+        for pk in people {
+            try store.save(ChangeSet(updated: [ObjectUpdate(key: ObjectKey("Person", pk), attributes: ["nickname": .string("n\(pk)")])]))
+        }
         try store.close()
         return try Data(contentsOf: url)
     }
@@ -41,7 +45,11 @@ struct AtomicFileRowsTests {
     static func contents(_ tables: RecordTables) throws -> [String] {
         try tables.tables.keys.sorted().flatMap { entity in
             let table = tables.tables[entity]!
-            return try table.order.map { pk in "\(entity)/\(pk): \(String(describing: try table.row(pk)))" }
+            return try table.order.map { pk in
+                guard let row = try table.row(pk) else { return "\(entity)/\(pk): none" }
+                func sorted<V>(_ values: [String: V]) -> String { values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
+                return "\(entity)/\(pk) v\(row.version): \(sorted(row.attributes)) \(sorted(row.relationships)) \(sorted(row.orderKeys))"
+            }
         } + ["history \(tables.lastHistoryToken) \(tables.history.map(\.token))", "keys \(tables.lastKey.sorted { $0.key < $1.key })"]
     }
 
@@ -52,11 +60,24 @@ struct AtomicFileRowsTests {
         let bytes = try Self.richStore(at: folder.store)
         let whole = try AtomicFormat.decode(Array(bytes), file: folder.store.path)
         let read = try AtomicFormat.decode(file: folder.store.path, chunkSize: chunkSize)
-        #expect(bytes[10] & 3 == 3, "the file has history and order keys")
+        #expect(bytes[10] & 3 == 3 && whole.history.count == 31, "the file has history of 31 transactions and order keys")
         #expect(try Self.contents(read) == Self.contents(whole))
         #expect(try Self.contents(read).contains { $0.contains("Playlist/1") && $0.contains("4096") }, "the order keys are read")
         // The rows are not held: only their keys and offsets.
         #expect(read.tables.values.allSatisfy { $0.packed.map { $0.bytes.isEmpty && $0.source != nil } ?? true })
+    }
+
+    @Test("new metadata written over rows read from the file: the rows, history and order keys are the file's")
+    func metadataOverFileRows() throws {
+        let folder = try TemporaryFolder()
+        let bytes = try Self.richStore(at: folder.store)
+        let before = try AtomicFormat.decode(Array(bytes), file: folder.store.path)
+        var metadata = before.metadata
+        metadata.values["note"] = .string("kept")
+        try AtomicStoreType().writeMetadata(metadata, at: folder.store)
+        let after = try AtomicFormat.decode(Array(try Data(contentsOf: folder.store)), file: folder.store.path)
+        #expect(try Self.contents(after) == Self.contents(before))
+        #expect(after.metadata.values["note"] == .string("kept"))
     }
 
     /// The rich store with byte `offset` changed and the checksum made right again: damage the
@@ -67,7 +88,7 @@ struct AtomicFileRowsTests {
         return body + Data(SHA256.hash(data: body))
     }
 
-    @Test("damage behind a valid checksum, at every byte after the header: the same error read in windows as read whole")
+    @Test("damage behind a valid checksum, at every 13th byte after the header: the same error read in windows as read whole")
     func damage() throws {
         let folder = try TemporaryFolder()
         let bytes = try Self.richStore(at: folder.store)
@@ -106,7 +127,8 @@ struct AtomicFileRowsTests {
         let handle = try FileHandle(forWritingTo: folder.store)
         try handle.truncate(atOffset: 100)
         try handle.close()
-        #expect(throws: StoreError.self) { _ = try cut.fetch(FetchRequest(entity: "Person")) }
+        let error = #expect(throws: StoreError.self) { _ = try cut.fetch(FetchRequest(entity: "Person")) }
+        #expect(error?.code == .corrupt && error?.message.contains("cut short") == true, "\(String(describing: error))")
         try cut.close()
     }
 }
