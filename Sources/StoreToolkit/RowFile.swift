@@ -11,13 +11,18 @@ import Synchronization
 
 /// A file read a range at a time through a descriptor held open: what ``PackedRows`` read
 /// on demand lie in. A file renamed over this path later changes nothing read here (the
-/// descriptor keeps the file it opened); a file cut short in place gives a `corrupt` error,
-/// never a read past its end. Closed when the last rows holding it are gone.
+/// descriptor keeps the file it opened). A file written or cut short in place since it was
+/// opened gives a `corrupt` error at the next read, never bytes of two versions or a read
+/// past its end: every read compares the file's size and modification time with those it
+/// had when it was opened (a write within the same clock tick as the open goes unseen).
+/// Closed when the last rows holding it are gone.
 public final class RowFile: Sendable {
     /// The path the file was opened at, named in errors.
     public let path: String
     /// The file's size when it was opened.
     public let size: Int
+    /// The modification time when the file was opened.
+    private let modified: timespec
     private let descriptor: Int32
     /// The bytes from where each of the last few small reads that missed began: rows read one
     /// after another, in a few tables at once (an object and the objects it refers to), come
@@ -38,6 +43,7 @@ public final class RowFile: Sendable {
         }
         self.path = path
         self.size = Int(info.st_size)
+        self.modified = info.st_mtim
         self.descriptor = fd
     }
 
@@ -59,11 +65,26 @@ public final class RowFile: Sendable {
             }
         }
         if failure != 0 { throw Self.failure("read", path, failure) }
+        // After the read: a write that came before it has changed the file's time by now.
+        try checkUnchanged(at: range.lowerBound + bytes.count)
         guard bytes.count == range.count else {
-            throw StoreError(.corrupt, "the file was cut short in place since it was opened with \(size) bytes (at byte offset \(range.lowerBound + bytes.count))",
+            throw StoreError(.corrupt, "the file ends before byte offset \(range.upperBound), short of the \(size) bytes it had when it was opened",
                              url: URL(filePath: path))
         }
         return bytes
+    }
+
+    /// Throws when the file's size or modification time is no longer what it was at open.
+    private func checkUnchanged(at offset: Int) throws {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw Self.failure("fstat", path, errno) }
+        let now = info.st_mtim
+        guard Int(info.st_size) == size, now.tv_sec == modified.tv_sec, now.tv_nsec == modified.tv_nsec else {
+            let what = Int(info.st_size) < size ? "cut short (\(info.st_size) bytes, \(size) when it was opened)"
+                                                 : Int(info.st_size) > size ? "lengthened (\(info.st_size) bytes, \(size) when it was opened)" : "written"
+            throw StoreError(.corrupt, "the file was \(what) in place since it was opened and checked: what is read from it now cannot be trusted (reading at byte offset \(offset))",
+                             url: URL(filePath: path))
+        }
     }
 
     /// The bytes of `range` as ``read(_:)`` reads them, a short range from the blocks last read

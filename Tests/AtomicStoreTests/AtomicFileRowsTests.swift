@@ -108,7 +108,7 @@ struct AtomicFileRowsTests {
         #expect(refused > 30, "most damage is found")
     }
 
-    @Test("a reader keeps reading the file it opened when a writer replaces it; a file cut short in place is an error, not a crash")
+    @Test("a reader keeps reading the file it opened when a writer replaces it; a file cut short or written in place is an error, not a crash or a mix")
     func fileChangesUnderTheReader() throws {
         let folder = try TemporaryFolder()
         _ = try Self.richStore(at: folder.store)
@@ -128,7 +128,21 @@ struct AtomicFileRowsTests {
         try handle.truncate(atOffset: 100)
         try handle.close()
         let error = #expect(throws: StoreError.self) { _ = try cut.fetch(FetchRequest(entity: "Person")) }
-        #expect(error?.code == .corrupt && error?.message.contains("cut short") == true, "\(String(describing: error))")
+        #expect(error?.code == .corrupt && error?.message.contains("cut short (100 bytes") == true, "\(String(describing: error))")
         try cut.close()
+
+        // Written in place, its size kept: refused too, never rows of two versions.
+        try FileManager.default.removeItem(at: folder.store)
+        _ = try makeStore(at: folder.store, people: 50)
+        let written = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
+        let inPlace = try FileHandle(forWritingTo: folder.store)
+        try inPlace.seek(toOffset: 200)
+        try inPlace.write(contentsOf: Data([0x41]))
+        try inPlace.close()
+        // The modification time moves with the clock's tick: set one that differs for certain.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: folder.store.path)
+        let changed = #expect(throws: StoreError.self) { _ = try written.fetch(FetchRequest(entity: "Person")) }
+        #expect(changed?.code == .corrupt && changed?.message.contains("written in place") == true, "\(String(describing: changed))")
+        try written.close()
     }
 }
