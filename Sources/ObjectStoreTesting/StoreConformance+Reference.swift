@@ -68,6 +68,35 @@ extension StoreConformance {
             let window = try store.fetch(FetchRequest(entity: "Item", sortDescriptors: sort, fetchLimit: 3, fetchOffset: 2)).map(\.key)
             #expect(window == Array(subjects.map(\.record.key).dropFirst(2).prefix(3)), "window \(label)")
         }
+        try pagesOfATree(store)
+    }
+
+    /// Pages of an entity tree (three kinds) many times larger than a page, with and without a
+    /// predicate and sort keys, against the objects saved, filtered and sorted by the evaluator.
+    private func pagesOfATree(_ store: any PersistentStore) throws {
+        var vehicles: [ObjectRecord] = []
+        for i in 0..<300 {
+            let entity = ["Car", "SportsCar", "Truck"][i % 3]
+            let key = ObjectKey(entity, try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound)
+            vehicles.append(ObjectRecord(key: key, attributes: ["wheels": .integer(Int64(i * 7 % 5))]))
+        }
+        try store.save(ChangeSet(inserted: vehicles))
+        let requests: [(ObjectPredicate?, [ObjectSortDescriptor])] = [
+            (nil, []), (.compare("wheels", .greaterThan, .integer(1)), []), (nil, [ObjectSortDescriptor("wheels")]),
+            (.compare("wheels", .notEqual, .integer(3)), [ObjectSortDescriptor("wheels", ascending: false)]),
+        ]
+        for (predicate, sort) in requests {
+            var subjects = try vehicles.map { StoreSubject(record: $0, store: store) }.filter { subject in
+                try predicate.map { try PredicateEvaluator.evaluate($0, on: subject) } ?? true
+            }
+            try PredicateEvaluator.sort(&subjects, by: sort) { $0.record.key.primaryKey < $1.record.key.primaryKey }
+            let expected = subjects.map(\.record.key)
+            for (offset, limit) in [(0, 1), (0, 20), (5, 40), (100, 50), (190, 100), (299, 5), (0, 0), (0, 1_000)] {
+                let page = try store.fetch(FetchRequest(entity: "Vehicle", predicate: predicate, sortDescriptors: sort,
+                                                        fetchLimit: limit, fetchOffset: offset)).map(\.key)
+                #expect(page == Array(expected.dropFirst(offset).prefix(limit)), "\(String(describing: predicate)) \(sort) \(offset)+\(limit)")
+            }
+        }
     }
 }
 

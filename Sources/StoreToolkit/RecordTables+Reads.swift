@@ -41,7 +41,12 @@ extension RowSource {
             // The source answered the whole request: read only the rows of the page.
             return try keys.compactMap { key in try row(key).map { try record(key, $0, model: model) } }
         }
-        let matches = try matching(request, model: model)
+        // A page holds no more than the objects before its end: only those are kept while matching.
+        let end = request.fetchLimit.flatMap { limit in
+            let (sum, overflow) = Swift.max(0, request.fetchOffset).addingReportingOverflow(Swift.max(0, limit))
+            return overflow ? nil : sum
+        }
+        let matches = try matching(request, model: model, keeping: end)
         return try matches.dropFirst(Swift.max(0, request.fetchOffset)).prefix(request.fetchLimit ?? Int.max).map { try $0.record() }
     }
 
@@ -72,24 +77,37 @@ extension RowSource {
         return true
     }
 
-    private func matching(_ request: FetchRequest, model: ManagedObjectModel) throws -> [RowSubject<Self>] {
+    /// The subjects a request matches, sorted; with `best`, only its first `best` (a page's end:
+    /// no more rows are held at once than twice that, however many match).
+    private func matching(_ request: FetchRequest, model: ManagedObjectModel, keeping best: Int? = nil) throws -> [RowSubject<Self>] {
         guard let entity = model.entity(named: request.entityName) else {
             throw StoreError(.invalidFetch, "no entity named \(request.entityName)")
         }
         if let predicate = request.predicate { try PredicateEvaluator.check(predicate, on: entity, in: model) }
         let box = RowSourceBox(source: self, model: model)
         var subjects: [RowSubject<Self>] = []
+        // Sorted by the descriptors, then by primary key (unique in an entity's tree): a total
+        // order, so the first `best` of the kept ones are the first `best` of all.
+        func sortAndKeep(_ count: Int) throws {
+            try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.key.primaryKey < $1.key.primaryKey }
+            if subjects.count > count { subjects.removeSubrange(count...) }
+        }
         for name in request.includesSubentities ? entity.kindNames : [entity.name] {
             let candidates = try request.predicate.flatMap { try candidateKeys(of: name, matching: $0) }
+            var matched = 0
             for pk in try candidates ?? primaryKeys(of: name, after: nil, limit: nil) {
+                // In primary-key order (no descriptors), a kind gives at most `best` of the first `best`.
+                if let best, request.sortDescriptors.isEmpty, matched >= best { break }
                 let key = ObjectKey(name, pk)
                 guard let row = try row(key) else { continue }
                 let subject = RowSubject(box: box, key: key, row: row)
                 if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
                 subjects.append(subject)
+                matched += 1
+                if let best, subjects.count >= Swift.max(2 * best, 1_024) { try sortAndKeep(best) }
             }
         }
-        try PredicateEvaluator.sort(&subjects, by: request.sortDescriptors) { $0.key.primaryKey < $1.key.primaryKey }
+        try sortAndKeep(best ?? subjects.count)
         return subjects
     }
 }
