@@ -92,7 +92,7 @@ extension StoreConformance {
             }
             try PredicateEvaluator.sort(&subjects, by: sort) { $0.record.key.primaryKey < $1.record.key.primaryKey }
             let expected = subjects.map(\.record.key)
-            for (offset, limit) in [(0, 1), (0, 20), (5, 40), (100, 50), (590, 100), (1_499, 5), (0, 0), (0, 2_000)] {
+            for (offset, limit) in [(0, 1), (0, 20), (5, 40), (100, 50), (590, 100), (1_499, 5), (0, 0), (0, 2_000), (0, Int.max), (Int.max, 1), (3, Int.max - 1)] {
                 let page = try store.fetch(FetchRequest(entity: "Vehicle", predicate: predicate, sortDescriptors: sort,
                                                         fetchLimit: limit, fetchOffset: offset)).map(\.key)
                 #expect(page == Array(expected.dropFirst(offset).prefix(limit)), "\(String(describing: predicate)) \(sort) \(offset)+\(limit)")

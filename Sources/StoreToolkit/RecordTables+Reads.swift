@@ -42,6 +42,8 @@ extension RowSource {
             return try keys.compactMap { key in try row(key).map { try record(key, $0, model: model) } }
         }
         // A page holds no more than the objects before its end: only those are kept while matching.
+        // (As in SQL, rows past the page's end may go unread: a predicate that fails on one of
+        // them, or a damaged row there, is not reported by this fetch.)
         let end = request.fetchLimit.flatMap { limit in
             let (sum, overflow) = Swift.max(0, request.fetchOffset).addingReportingOverflow(Swift.max(0, limit))
             return overflow ? nil : sum
@@ -104,7 +106,7 @@ extension RowSource {
                 if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
                 subjects.append(subject)
                 matched += 1
-                if let best, subjects.count >= Swift.max(2 * best, 1_024) { try sortAndKeep(best) }
+                if let best, subjects.count >= Swift.max(best > Int.max / 2 ? Int.max : 2 * best, 1_024) { try sortAndKeep(best) }
             }
         }
         try sortAndKeep(best ?? subjects.count)

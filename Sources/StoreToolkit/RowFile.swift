@@ -12,9 +12,11 @@ import Synchronization
 /// A file read a range at a time through a descriptor held open: what ``PackedRows`` read
 /// on demand lie in. A file renamed over this path later changes nothing read here (the
 /// descriptor keeps the file it opened). A file written or cut short in place since it was
-/// opened gives a `corrupt` error at the next read, never bytes of two versions or a read
-/// past its end: every read compares the file's size and modification time with those it
-/// had when it was opened (a write within the same clock tick as the open goes unseen).
+/// opened gives a `storeReplaced` error at the next read from the file, never bytes of two
+/// versions or a read past its end: every read compares the file's size and modification
+/// time with those it had when it was opened (a write within the same clock tick as the
+/// file's last change before the open goes unseen, as does a `touch` that sets the old time).
+/// Bytes already read into the last blocks (``readRows(_:)``) are served from them.
 /// Closed when the last rows holding it are gone.
 public final class RowFile: Sendable {
     /// The path the file was opened at, named in errors.
@@ -82,7 +84,7 @@ public final class RowFile: Sendable {
         guard Int(info.st_size) == size, now.tv_sec == modified.tv_sec, now.tv_nsec == modified.tv_nsec else {
             let what = Int(info.st_size) < size ? "cut short (\(info.st_size) bytes, \(size) when it was opened)"
                                                  : Int(info.st_size) > size ? "lengthened (\(info.st_size) bytes, \(size) when it was opened)" : "written"
-            throw StoreError(.corrupt, "the file was \(what) in place since it was opened and checked: what is read from it now cannot be trusted (reading at byte offset \(offset))",
+            throw StoreError(.storeReplaced, "the file was \(what) in place since it was opened and checked, so what it holds now is not what was checked; open it again (reading at byte offset \(offset))",
                              url: URL(filePath: path))
         }
     }

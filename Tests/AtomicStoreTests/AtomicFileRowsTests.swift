@@ -128,7 +128,7 @@ struct AtomicFileRowsTests {
         try handle.truncate(atOffset: 100)
         try handle.close()
         let error = #expect(throws: StoreError.self) { _ = try cut.fetch(FetchRequest(entity: "Person")) }
-        #expect(error?.code == .corrupt && error?.message.contains("cut short (100 bytes") == true, "\(String(describing: error))")
+        #expect(error?.code == .storeReplaced && error?.message.contains("cut short (100 bytes") == true, "\(String(describing: error))")
         try cut.close()
 
         // Written in place, its size kept: refused too, never rows of two versions.
@@ -142,7 +142,7 @@ struct AtomicFileRowsTests {
         // The modification time moves with the clock's tick: set one that differs for certain.
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: folder.store.path)
         let changed = #expect(throws: StoreError.self) { _ = try written.fetch(FetchRequest(entity: "Person")) }
-        #expect(changed?.code == .corrupt && changed?.message.contains("written in place") == true, "\(String(describing: changed))")
+        #expect(changed?.code == .storeReplaced && changed?.message.contains("written in place") == true, "\(String(describing: changed))")
         try written.close()
     }
 }
