@@ -16,7 +16,7 @@ struct PostgreSQLView: RowSource {
     /// store filled in one go, which no other process writes.
     var touchesKeptRows = true
     /// Whether the server's text is UTF-8, so that SQL can compare strings as the evaluator does
-    /// (``PostgreSQLView/unicodeText(_:)``); otherwise string predicates and sorts stay in Swift.
+    /// (``PostgreSQLView/unicodeComparison(_:_:_:)``); otherwise string predicates and sorts stay in Swift.
     let unicode: Bool
 
     init(connection: PGConnection, layout: PostgreSQLLayout, location: PostgreSQLLocation, unicode: Bool) {
@@ -722,9 +722,10 @@ extension PostgreSQLView {
     /// The SELECT of ``fetchedKeys(_:model:)``, or nil when the request is not all SQL's.
     private func pageQuery(_ request: FetchRequest, model: ManagedObjectModel) throws -> (String, [PGParameter?])? {
         var orderedText: Set<String> = []
-        guard let (from, selected) = try exactSelection(request, model: model, orderedText: &orderedText),
+        guard let selection = try exactSelection(request, model: model, orderedText: &orderedText),
               let order = try exactOrder(request.sortDescriptors, model: model, request: request, orderedText: &orderedText),
-              try !holdsMarkedText(orderedText, from, selected) else { return nil }
+              try !holdsMarkedText(orderedText, selection.kinds.from, selection.kinds.parameters) else { return nil }
+        let (from, selected) = (selection.from, selection.parameters)
         var parameters = selected
         var sql = "SELECT entity, pk \(from) ORDER BY \((order + ["pk"]).joined(separator: ", "))"
         if let limit = request.fetchLimit {
@@ -741,16 +742,18 @@ extension PostgreSQLView {
     /// `count(*)` of the selection, the window applied in Swift.
     func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? {
         var orderedText: Set<String> = []
-        guard let (from, parameters) = try exactSelection(request, model: model, orderedText: &orderedText),
-              try !holdsMarkedText(orderedText, from, parameters) else { return nil }
+        guard let selection = try exactSelection(request, model: model, orderedText: &orderedText),
+              try !holdsMarkedText(orderedText, selection.kinds.from, selection.kinds.parameters) else { return nil }
+        let (from, parameters) = (selection.from, selection.parameters)
         let rows = try connection.query("SELECT count(*) \(from)", parameters)
         let total = Int(rows.int64(0, 0) ?? 0)
         return min(max(0, total - max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
     }
 
     /// Whether a text column the request orders by, or compares by order, holds a string stored
-    /// marked (one with U+0000 or U+FFFF, ``PostgreSQLValues/escape(_:)``) among the selected rows:
-    /// its bytes are not the string's, so such a request is answered in Swift.
+    /// marked (one with U+0000 or U+FFFF, ``PostgreSQLValues/escape(_:)``) in any object of the
+    /// request's entities (`from` selects them all: a comparison by order of the stored bytes could
+    /// itself leave such a row out), so such a request is answered in Swift: its bytes are not the string's.
     private func holdsMarkedText(_ columns: Set<String>, _ from: String, _ parameters: [PGParameter?]) throws -> Bool {
         guard !columns.isEmpty else { return false }
         let marker = "$\(parameters.count + 1)"
@@ -762,7 +765,7 @@ extension PostgreSQLView {
     /// `FROM … WHERE …` selecting exactly the objects the request's entity (and sub-entities) and
     /// predicate give, or nil when the predicate has a part SQL does not answer exactly; the text
     /// columns it compares by order are added to `orderedText`.
-    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel, orderedText: inout Set<String>) throws -> (String, [PGParameter?])? {
+    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel, orderedText: inout Set<String>) throws -> Selection? {
         guard let entity = model.entity(named: request.entityName) else { return nil }
         let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
         guard !kinds.isEmpty, let columns = layout.entities[entity.name], let resolve = try sharedColumns(entity, kinds) else { return nil }
@@ -772,7 +775,17 @@ extension PostgreSQLView {
             guard let condition = exactCondition(predicate, resolve, &parameters, &orderedText) else { return nil }
             conditions.append(condition)
         }
-        return ("FROM \(location.qualified(columns.table)) WHERE " + conditions.joined(separator: " AND "), parameters)
+        let table = "FROM \(location.qualified(columns.table)) WHERE "
+        return Selection(from: table + conditions.joined(separator: " AND "), parameters: parameters,
+                         kinds: (table + conditions[0], Array(parameters.prefix(kinds.count))))
+    }
+
+    /// `FROM … WHERE …` and its parameters; `kinds`, the same over every object of the request's
+    /// entities, whatever the predicate.
+    struct Selection {
+        let from: String
+        let parameters: [PGParameter?]
+        let kinds: (from: String, parameters: [PGParameter?])
     }
 
     /// The column and type of each attribute of `entity`, when every kind read keeps it in the same column.
@@ -872,22 +885,9 @@ extension PostgreSQLView {
         return terms
     }
 
-    /// A text column in its NFC form: canonically equivalent strings (Swift's `==`: é precomposed
-    /// and decomposed, K and the Kelvin sign) are the same text in it. ASCII is its own NFC form, so
-    /// only other text pays for `normalize`.
-    static func unicodeText(_ column: String) -> String {
-        "(CASE WHEN octet_length(\(column)) = length(\(column)) THEN \(column) ELSE normalize(\(column), NFC) END) COLLATE \"C\""
-    }
-
-    /// `column operator $parameter` for text exactly as the evaluator compares strings: `==` and
-    /// `!=` by canonical equivalence (Swift's `==`), `<`, `<=`, `>`, `>=` by UTF-8 bytes as stored
-    /// (`COLLATE "C"`).
+    /// `column operator $parameter` for text exactly as the evaluator compares strings: by UTF-8
+    /// bytes as stored (`COLLATE "C"` on a UTF-8 server), equality too (two spellings of "é" differ).
     static func unicodeComparison(_ column: String, _ sqlOperator: String, _ parameter: Int) -> String {
-        let equivalent = "\(unicodeText(column)) = normalize($\(parameter)::text, NFC) COLLATE \"C\""
-        switch sqlOperator {
-        case "=": return equivalent
-        case "<>": return "NOT (\(equivalent))"
-        default: return "\(column) COLLATE \"C\" \(sqlOperator) $\(parameter)::text COLLATE \"C\""
-        }
+        "\(column) COLLATE \"C\" \(sqlOperator) $\(parameter)::text COLLATE \"C\""
     }
 }

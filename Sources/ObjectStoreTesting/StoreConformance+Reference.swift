@@ -29,6 +29,9 @@ extension StoreConformance {
         .compare("date", .lessThan, .date(Date(timeIntervalSinceReferenceDate: 1))),
         .compare("date", .equal, .date(Date(timeIntervalSinceReferenceDate: -0.0))),
         .compare("double", .lessThanOrEqual, .double(-0.0)),
+        // One letter spelled two ways (composed, and "e" with a combining accent): equal only to itself.
+        .compare("string", .equal, .string("\u{E9}")), .compare("string", .equal, .string("e\u{301}")),
+        .compare("string", .lessThan, .string("z")), .compare("string", .greaterThanOrEqual, .string("e\u{301}")),
     ]
 
     /// Sort keys over every sortable attribute type.
@@ -47,7 +50,9 @@ extension StoreConformance {
             ["name": .string("negative zero"), "double": .double(-0.0), "float": .double(-0.0), "date": .date(Date(timeIntervalSinceReferenceDate: -0.0))],
             ["name": .string("zero"), "double": .double(0), "float": .double(0), "date": .date(Date(timeIntervalSinceReferenceDate: 0))],
         ]
-        for values in Self.extremeValues + zeros + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
+        let spellings: [[String: Value]] = [["name": .string("composed"), "string": .string("\u{E9}")], ["name": .string("combining"), "string": .string("e\u{301}")],
+                                            ["name": .string("between"), "string": .string("z")], ["name": .string("composed again"), "string": .string("\u{E9}")]]
+        for values in Self.extremeValues + zeros + spellings + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
             let key = ObjectKey("Item", try store.allocatePrimaryKeys(entity: "Item", count: 1).lowerBound)
             records.append(ObjectRecord(key: key, attributes: values))
         }

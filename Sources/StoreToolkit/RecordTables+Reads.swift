@@ -79,6 +79,9 @@ extension RowSource {
         return true
     }
 
+    /// How many primary keys a fetch asks its source for at a time.
+    private static var keyChunk: Int { 4_096 }
+
     /// The subjects a request matches, sorted; with `best`, only its first `best` (a page's end:
     /// no more rows are held at once than twice that, however many match).
     private func matching(_ request: FetchRequest, model: ManagedObjectModel, keeping best: Int? = nil) throws -> [RowSubject<Self>] {
@@ -96,17 +99,23 @@ extension RowSource {
         }
         for name in request.includesSubentities ? entity.kindNames : [entity.name] {
             let candidates = try request.predicate.flatMap { try candidateKeys(of: name, matching: $0) }
-            var matched = 0
-            for pk in try candidates ?? primaryKeys(of: name, after: nil, limit: nil) {
-                // In primary-key order (no descriptors), a kind gives at most `best` of the first `best`.
-                if let best, request.sortDescriptors.isEmpty, matched >= best { break }
-                let key = ObjectKey(name, pk)
-                guard let row = try row(key) else { continue }
-                let subject = RowSubject(box: box, key: key, row: row)
-                if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
-                subjects.append(subject)
-                matched += 1
-                if let best, subjects.count >= Swift.max(best > Int.max / 2 ? Int.max : 2 * best, 1_024) { try sortAndKeep(best) }
+            var matched = 0, after: Int64? = nil
+            // The keys a few thousand at a time (all at once when the source named candidates).
+            scanning: while true {
+                let keys = try candidates ?? primaryKeys(of: name, after: after, limit: Self.keyChunk)
+                for pk in keys {
+                    // In primary-key order (no descriptors), a kind gives at most `best` of the first `best`.
+                    if let best, request.sortDescriptors.isEmpty, matched >= best { break scanning }
+                    let key = ObjectKey(name, pk)
+                    guard let row = try row(key) else { continue }
+                    let subject = RowSubject(box: box, key: key, row: row)
+                    if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
+                    subjects.append(subject)
+                    matched += 1
+                    if let best, subjects.count >= Swift.max(best > Int.max / 2 ? Int.max : 2 * best, 1_024) { try sortAndKeep(best) }
+                }
+                guard candidates == nil, keys.count == Self.keyChunk, let last = keys.last else { break }
+                after = last
             }
         }
         try sortAndKeep(best ?? subjects.count)

@@ -14,8 +14,9 @@ import Synchronization
 /// descriptor keeps the file it opened). A file written or cut short in place since it was
 /// opened gives a `storeReplaced` error at the next read from the file, never bytes of two
 /// versions or a read past its end: every read compares the file's size and modification
-/// time with those it had when it was opened (a write within the same clock tick as the
-/// file's last change before the open goes unseen, as does a `touch` that sets the old time).
+/// time with those it had when it was opened, and its status-change time while it still has
+/// a name (so a write whose time is set back is seen too; a write within the same clock tick
+/// as the file's last change before the open goes unseen, and a `chmod` is taken for a write).
 /// Bytes already read into the last blocks (``readRows(_:)``) are served from them.
 /// Closed when the last rows holding it are gone.
 public final class RowFile: Sendable {
@@ -23,8 +24,8 @@ public final class RowFile: Sendable {
     public let path: String
     /// The file's size when it was opened.
     public let size: Int
-    /// The modification time when the file was opened.
-    private let modified: timespec
+    /// The modification and status-change times when the file was opened.
+    private let modified: timespec, changed: timespec
     private let descriptor: Int32
     /// The bytes from where each of the last few small reads that missed began: rows read one
     /// after another, in a few tables at once (an object and the objects it refers to), come
@@ -46,6 +47,7 @@ public final class RowFile: Sendable {
         self.path = path
         self.size = Int(info.st_size)
         self.modified = info.st_mtim
+        self.changed = info.st_ctim
         self.descriptor = fd
     }
 
@@ -80,8 +82,11 @@ public final class RowFile: Sendable {
     private func checkUnchanged(at offset: Int) throws {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw Self.failure("fstat", path, errno) }
-        let now = info.st_mtim
-        guard Int(info.st_size) == size, now.tv_sec == modified.tv_sec, now.tv_nsec == modified.tv_nsec else {
+        func same(_ a: timespec, _ b: timespec) -> Bool { a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec }
+        // The status-change time moves with every write and with a modification time set back
+        // (`touch -r`); it also moves when the file is renamed over (its last link goes), which
+        // changes nothing in it, so it counts only while the file still has a name.
+        guard Int(info.st_size) == size, same(info.st_mtim, modified), info.st_nlink == 0 || same(info.st_ctim, changed) else {
             let what = Int(info.st_size) < size ? "cut short (\(info.st_size) bytes, \(size) when it was opened)"
                                                  : Int(info.st_size) > size ? "lengthened (\(info.st_size) bytes, \(size) when it was opened)" : "written"
             throw StoreError(.storeReplaced, "the file was \(what) in place since it was opened and checked, so what it holds now is not what was checked; open it again (reading at byte offset \(offset))",

@@ -27,7 +27,8 @@ public protocol PredicateSubject {
 ///
 /// - Comparisons with nil: `==` and `!=` compare presence; ordering operators are false.
 /// - Numbers compare by value across integer, double and decimal.
-/// - Strings compare by UTF-8 bytes; `[c]` folds case, `[d]` folds diacritics.
+/// - Strings compare by UTF-8 bytes, equality too (two spellings of "é" differ, as in SQLite and
+///   in uniqueness constraints); `[c]` folds case, `[d]` folds diacritics.
 /// - A string constant compared with a date, UUID, URI or decimal is read as one.
 /// - A key path through a to-many yields a collection: without a quantifier the
 ///   comparison is true when it holds for any element (`CONTAINS` on a collection
@@ -220,7 +221,7 @@ public enum PredicateEvaluator {
         switch (a, b) {
         case (nil, nil): return true
         case (nil, _), (_, nil): return false
-        case (.string(let x)?, .string(let y)?): return fold(x, options) == fold(y, options)
+        case (.string(let x)?, .string(let y)?): return fold(x, options).utf8.elementsEqual(fold(y, options).utf8)
         default: return order(a, b, options) == 0
         }
     }
@@ -350,7 +351,10 @@ public enum ValueOrdering {
         case (.integer(let x), .decimal(let y)): return compare(.decimal(Decimal(x)), .decimal(y))
         case (.boolean(let x), .boolean(let y)): return x == y ? 0 : (!x ? -1 : 1)
         case (.string(let x), .string(let y)):
-            return x == y ? 0 : (x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1)
+            // By UTF-8 bytes, equality too (as SQLite and PostgreSQL's "C" collation compare): Swift's
+            // `==` holds canonically equivalent spellings equal ("é" and "e" + U+0301), which byte
+            // order puts apart, and would make no consistent order of them.
+            return x.utf8.elementsEqual(y.utf8) ? 0 : (x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1)
         case (.date(let x), .date(let y)):
             let (a, b) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
             guard !a.isNaN, !b.isNaN else { return nil }
