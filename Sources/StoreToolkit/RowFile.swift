@@ -88,7 +88,8 @@ public final class RowFile: Sendable {
         // changes nothing in it, so it counts only while the file still has a name.
         guard Int(info.st_size) == size, same(info.st_mtim, modified), info.st_nlink == 0 || same(info.st_ctim, changed) else {
             let what = Int(info.st_size) < size ? "cut short (\(info.st_size) bytes, \(size) when it was opened)"
-                                                 : Int(info.st_size) > size ? "lengthened (\(info.st_size) bytes, \(size) when it was opened)" : "written"
+                                                 : Int(info.st_size) > size ? "lengthened (\(info.st_size) bytes, \(size) when it was opened)"
+                                                 : same(info.st_mtim, modified) ? "changed (written with its time set back, or given another mode or owner)" : "written"
             throw StoreError(.storeReplaced, "the file was \(what) in place since it was opened and checked, so what it holds now is not what was checked; open it again (reading at byte offset \(offset))",
                              url: URL(filePath: path))
         }
