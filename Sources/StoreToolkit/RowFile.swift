@@ -17,7 +17,7 @@ import Synchronization
 /// time with those it had when it was opened, and its status-change time while it still has
 /// a name (so a write whose time is set back is seen too; a write within the same clock tick
 /// as the file's last change before the open goes unseen, and a `chmod` is taken for a write).
-/// Bytes already read into the last blocks (``readRows(_:)``) are served from them.
+/// Bytes already read into the last blocks (by `readRows`, for rows) are served from them.
 /// Closed when the last rows holding it are gone.
 public final class RowFile: Sendable {
     /// The path the file was opened at, named in errors.
