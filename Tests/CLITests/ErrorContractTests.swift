@@ -53,6 +53,12 @@ struct ErrorContractTests {
             let result = try CLI.run(command, gone)
             #expect(result.status == 1 && result.stderr == "objectstore: \(gone): no such store\n", "\(command): \(result.stderr)")
         }
+        // A file that is there but holds nothing, or holds no store.
+        let empty = try workspace.write("", to: "empty.atomic"), junk = try workspace.write("hello\n", to: "junk.atomic")
+        for (path, said) in [(empty, "an empty file, not a store"), (junk, "not a store")] {
+            let result = try CLI.run("inspect", path)
+            #expect(result.status == 1 && result.stderr == "objectstore: \(path): \(said) of any known type (give --type to say which)\n", "\(result.stderr)")
+        }
     }
 
     @Test("--dry-run with --on-incompatible says what it would do and leaves every file as it was")

@@ -131,7 +131,8 @@ enum StoreLocator {
             // A folder, a FIFO, a device, a file this user may not read: said as such.
             try FileOperations.checkRegularFile(URL(filePath: path), kind: "store")
             if let detected = registry.detectType(at: URL(filePath: path)) { return detected }
-            throw CLIError("\(path): not a store of any known type (give --type to say which)")
+            let empty = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 0
+            throw CLIError("\(path): \(empty ? "an empty file, " : "")not a store of any known type (give --type to say which)")
         }
         return try destinationType(for: path, explicit: nil)
     }
