@@ -91,6 +91,8 @@ extension RowSource {
         if let predicate = request.predicate { try PredicateEvaluator.check(predicate, on: entity, in: model) }
         let box = RowSourceBox(source: self, model: model)
         var subjects: [RowSubject<Self>] = []
+        // Kept rows are cut back to `best` when they reach twice that (at least 1,024).
+        let cutAt = best.map { Swift.max($0 > Int.max / 2 ? Int.max : 2 * $0, 1_024) }
         // Sorted by the descriptors, then by primary key (unique in an entity's tree): a total
         // order, so the first `best` of the kept ones are the first `best` of all.
         func sortAndKeep(_ count: Int) throws {
@@ -112,7 +114,7 @@ extension RowSource {
                     if let predicate = request.predicate, try !PredicateEvaluator.evaluate(predicate, on: subject) { continue }
                     subjects.append(subject)
                     matched += 1
-                    if let best, subjects.count >= Swift.max(best > Int.max / 2 ? Int.max : 2 * best, 1_024) { try sortAndKeep(best) }
+                    if let best, let cutAt, subjects.count >= cutAt { try sortAndKeep(best) }
                 }
                 guard candidates == nil, keys.count == Self.keyChunk, let last = keys.last else { break }
                 after = last

@@ -120,29 +120,47 @@ struct AtomicFileRowsTests {
         #expect(try reader.fetch(FetchRequest(entity: "Person")).map { $0.attributes["name"] } == before, "the reader's snapshot")
         try reader.close()
 
-        // A store whose open reads no row (no order keys), so no row is in hand before the cut.
-        try FileManager.default.removeItem(at: folder.store)
-        _ = try makeStore(at: folder.store, people: 50)
-        let cut = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
-        let handle = try FileHandle(forWritingTo: folder.store)
-        try handle.truncate(atOffset: 100)
-        try handle.close()
-        let error = #expect(throws: StoreError.self) { _ = try cut.fetch(FetchRequest(entity: "Person")) }
-        #expect(error?.code == .storeReplaced && error?.message.contains("cut short (100 bytes") == true, "\(String(describing: error))")
-        try cut.close()
+        let cut = try Self.fetchError(folder) { url in
+            let handle = try FileHandle(forWritingTo: url)
+            try handle.truncate(atOffset: 100)
+            try handle.close()
+        }
+        #expect(cut?.code == .storeReplaced && cut?.message.contains("cut short (100 bytes") == true, "\(String(describing: cut))")
+        // Written in place, its size kept: refused too, never rows of two versions. The modification
+        // time moves with the clock's tick: one that differs for certain is set.
+        let written = try Self.fetchError(folder) { url in
+            try Self.overwriteByte(at: url)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: url.path)
+        }
+        #expect(written?.code == .storeReplaced && written?.message.contains("written in place") == true, "\(String(describing: written))")
+        // Written with its modification time set back as it was: the status-change time tells.
+        let setBack = try Self.fetchError(folder) { url in
+            var info = stat()
+            #expect(stat(url.path, &info) == 0)
+            try Self.overwriteByte(at: url)
+            // To the nanosecond, as `touch -r` sets it (a `Date` would round it).
+            let times = [info.st_atim, info.st_mtim]
+            #expect(utimensat(AT_FDCWD, url.path, times, 0) == 0)
+        }
+        #expect(setBack?.code == .storeReplaced && setBack?.message.contains("time set back") == true, "\(String(describing: setBack))")
+    }
 
-        // Written in place, its size kept: refused too, never rows of two versions.
-        try FileManager.default.removeItem(at: folder.store)
+    /// What the first fetch of a read-only store of 50 people throws when `change` changed its file
+    /// in place after the open (which reads no row of it: no order keys, so none is in hand).
+    static func fetchError(_ folder: TemporaryFolder, after change: (URL) throws -> Void) throws -> StoreError? {
+        try? FileManager.default.removeItem(at: folder.store)
         _ = try makeStore(at: folder.store, people: 50)
-        let written = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
-        let inPlace = try FileHandle(forWritingTo: folder.store)
-        try inPlace.seek(toOffset: 200)
-        try inPlace.write(contentsOf: Data([0x41]))
-        try inPlace.close()
-        // The modification time moves with the clock's tick: set one that differs for certain.
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: folder.store.path)
-        let changed = #expect(throws: StoreError.self) { _ = try written.fetch(FetchRequest(entity: "Person")) }
-        #expect(changed?.code == .storeReplaced && changed?.message.contains("written in place") == true, "\(String(describing: changed))")
-        try written.close()
+        let store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions(readOnly: true))
+        defer { try? store.close() }
+        try change(folder.store)
+        return #expect(throws: StoreError.self) { _ = try store.fetch(FetchRequest(entity: "Person")) }
+    }
+
+    /// Byte 200 of the file at `url` made an `A`, in place.
+    static func overwriteByte(at url: URL) throws {
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seek(toOffset: 200)
+        try handle.write(contentsOf: Data([0x41]))
+        try handle.close()
     }
 }

@@ -221,7 +221,6 @@ public enum PredicateEvaluator {
         switch (a, b) {
         case (nil, nil): return true
         case (nil, _), (_, nil): return false
-        case (.string(let x)?, .string(let y)?): return fold(x, options).utf8.elementsEqual(fold(y, options).utf8)
         default: return order(a, b, options) == 0
         }
     }
@@ -231,7 +230,7 @@ public enum PredicateEvaluator {
         guard let a, let b else { return nil }
         switch (a, b) {
         case (.string(let x), .string(let y)):
-            return sign(fold(x, options).utf8, fold(y, options).utf8)
+            return ValueOrdering.bytes(fold(x, options), fold(y, options))
         case (.string(let s), _):
             return coerced(s, like: b).flatMap { order($0, b, options) }
         case (_, .string(let s)):
@@ -251,18 +250,6 @@ public enum PredicateEvaluator {
         }
     }
 
-    private static func sign<C: Sequence>(_ a: C, _ b: C) -> Int where C.Element: Comparable {
-        var i = a.makeIterator()
-        var j = b.makeIterator()
-        while true {
-            switch (i.next(), j.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case (let x?, let y?): if x != y { return x < y ? -1 : 1 }
-            }
-        }
-    }
 
     static func fold(_ s: String, _ options: Comparison.Options) -> String {
         var fold: String.CompareOptions = []
@@ -350,11 +337,7 @@ public enum ValueOrdering {
         case (.decimal(let x), .integer(let y)): return compare(.decimal(x), .decimal(Decimal(y)))
         case (.integer(let x), .decimal(let y)): return compare(.decimal(Decimal(x)), .decimal(y))
         case (.boolean(let x), .boolean(let y)): return x == y ? 0 : (!x ? -1 : 1)
-        case (.string(let x), .string(let y)):
-            // By UTF-8 bytes, equality too (as SQLite and PostgreSQL's "C" collation compare): Swift's
-            // `==` holds canonically equivalent spellings equal ("é" and "e" + U+0301), which byte
-            // order puts apart, and would make no consistent order of them.
-            return x.utf8.elementsEqual(y.utf8) ? 0 : (x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1)
+        case (.string(let x), .string(let y)): return bytes(x, y)
         case (.date(let x), .date(let y)):
             let (a, b) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
             guard !a.isNaN, !b.isNaN else { return nil }
@@ -368,6 +351,21 @@ public enum ValueOrdering {
             if case .boolean = a { return nil }
             if case .boolean = b { return nil }
             return x == y ? 0 : (x < y ? -1 : 1)
+        }
+    }
+
+    /// -1, 0 or 1 as `x` orders before, with or after `y` by their UTF-8 bytes, equality too (as
+    /// SQLite and PostgreSQL's "C" collation compare). Swift's `==` holds canonically equivalent
+    /// spellings equal ("é" and "e" + U+0301), which byte order puts apart: no consistent order.
+    public static func bytes(_ x: String, _ y: String) -> Int {
+        var i = x.utf8.makeIterator(), j = y.utf8.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case (let a?, let b?): if a != b { return a < b ? -1 : 1 }
+            }
         }
     }
 
