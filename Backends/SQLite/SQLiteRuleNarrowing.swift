@@ -40,34 +40,44 @@ extension SQLiteStore: RuleNarrowing {
             // A value of a storage class the type does not give, or none where one is required.
             let allowed = (attribute.isOptional ? ["null"] : []) + classes
             conditions.append(allowed.count == 1 ? "typeof(\(c)) != '\(allowed[0])'" : "typeof(\(c)) NOT IN (\(allowed.map { "'\($0)'" }.joined(separator: ", ")))")
-            for (bound, op) in [(rules.minValue, "<"), (rules.maxValue, ">")] {
-                guard let bound else { continue }
+            // Each term is NULL for a NULL value, which the type test above judges; every value
+            // is read once per term, so a range is one `NOT BETWEEN`, not two comparisons.
+            var bounds: [String?] = []
+            for bound in [rules.minValue, rules.maxValue] {
                 switch bound {
-                case .integer(let v): conditions.append("\(c) \(op) \(v)")
-                case .double(let v) where v.isFinite: conditions.append("\(c) \(op) \(String(format: "%.17g", v))")
-                case .date(let d) where d.timeIntervalSinceReferenceDate.isFinite:
-                    conditions.append("\(c) \(op) \(String(format: "%.17g", d.timeIntervalSinceReferenceDate))")
+                case nil: bounds.append(nil)
+                case .integer(let v)?: bounds.append(String(v))
+                case .double(let v)? where v.isFinite: bounds.append(String(format: "%.17g", v))
+                case .date(let d)? where d.timeIntervalSinceReferenceDate.isFinite:
+                    bounds.append(String(format: "%.17g", d.timeIntervalSinceReferenceDate))
                 default: return nil
                 }
             }
-            guard rules.minLength != nil || rules.maxLength != nil else { continue }
-            // Bounds on the length in bytes, which SQLite knows without reading the text. A string
-            // has no more characters than bytes, and none only when it has no bytes: a maximum, or
-            // a minimum of 1, is told by the bytes alone. A larger minimum may be broken by text of
-            // more bytes than characters: anything but ASCII, and CR LF (one character), are given
-            // too (NUL included: SQLite's `length` stops there).
+            if let range = outside(c, bounds[0], bounds[1]) { conditions.append(range) }
+            // Bounds on the length in bytes, which SQLite knows without counting characters. A
+            // string has no more characters than bytes, and none only when it has no bytes: a
+            // maximum, or a minimum of 1, is told by the bytes alone. A larger minimum may be broken
+            // by text of more bytes than characters: anything but ASCII, and CR LF (one character),
+            // are given too (NUL included: SQLite's `length` stops there).
             let bytes = "length(CAST(\(c) AS BLOB))"
-            var length: [String] = []
-            if let max = rules.maxLength { length.append("\(bytes) > \(max)") }
-            if let min = rules.minLength {
-                length.append("\(bytes) < \(min)")
-                if attribute.type == .string && min > 1 {
-                    length.append("length(\(c)) != \(bytes)")
-                    length.append("instr(\(c), char(13)) > 0")
-                }
+            if let range = outside(bytes, rules.minLength.map(String.init), rules.maxLength.map(String.init)) { conditions.append(range) }
+            if attribute.type == .string, let min = rules.minLength, min > 1 {
+                // Where the length in bytes must be `min` exactly (the term above), text of as many
+                // characters as bytes has `min` characters.
+                conditions.append("length(\(c)) != \(rules.maxLength == min ? String(min) : bytes)")
+                conditions.append("instr(\(c), char(13)) > 0")
             }
-            conditions.append("(\(c) IS NOT NULL AND (\(length.joined(separator: " OR "))))")
         }
         return conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")
+    }
+
+    /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.
+    private static func outside(_ value: String, _ min: String?, _ max: String?) -> String? {
+        switch (min, max) {
+        case let (min?, max?): "\(value) NOT BETWEEN \(min) AND \(max)"
+        case let (min?, nil): "\(value) < \(min)"
+        case let (nil, max?): "\(value) > \(max)"
+        case (nil, nil): nil
+        }
     }
 }

@@ -23,6 +23,10 @@ struct SQLiteRuleNarrowingTests {
             // A minimum of 1 and a maximum are told by the bytes alone.
             Attribute("label", .string, validation: ValidationRules(minLength: 1, maxLength: 2))
         }
+        // A length that must be exact: six bytes may hold fewer characters, or more than SQLite counts.
+        Entity("Book") {
+            Attribute("isbn", .string, optional: false, validation: ValidationRules(minLength: 6, maxLength: 6))
+        }
         Entity("Coded") {
             Attribute("code", .string, validation: ValidationRules(pattern: "[a-z]+"))
         }
@@ -70,5 +74,23 @@ struct SQLiteRuleNarrowingTests {
         #expect(!broken.contains(ObjectKey("Part", 1)) && !given.contains(ObjectKey("Part", 1)))
         // A rule SQL cannot judge leaves the entity to be read whole.
         #expect(try narrowing.objectsThatMayBreakRules(of: "Coded", after: nil, limit: 10) == nil)
+    }
+
+    @Test("an exact length: six bytes of fewer characters (not ASCII, CR LF, a combining mark) are given, and text with NUL; six ASCII characters are not")
+    func exactLength() throws {
+        let folder = try TemporaryFolder()
+        let store = try SQLiteStoreType().open(at: folder.url.appending(path: "s.sqlite"), model: Self.model, options: StoreOptions())
+        defer { try? store.close() }
+        let isbns = ["abcdef", "日本", "ab\r\ncd", "abc\0ef", "e\u{301}abc", "abcde", "abcdefg", "ab\rcde", "zyxwvu"]
+        let records = isbns.enumerated().map { ObjectRecord(key: ObjectKey("Book", Int64($0.offset + 1)), attributes: ["isbn": .string($0.element)]) }
+        _ = try store.allocatePrimaryKeys(entity: "Book", count: records.count)
+        try store.bulkInsert(records, checkingReferences: true)
+        let attribute = try #require(Self.model.entity(named: "Book")?.layout.attributes.first { $0.name == "isbn" })
+        let broken = Set(records.filter { !ObjectValidator.check(attribute, $0.attributes["isbn"]).isEmpty }.map(\.key.primaryKey))
+        #expect(broken == [2, 3, 5, 6, 7], "the oracle: 日本, CR LF, e + U+0301 + abc are too short in characters")
+        let given = try #require(try (store as? any RuleNarrowing)?.objectsThatMayBreakRules(of: "Book", after: nil, limit: 100)).map(\.key.primaryKey)
+        #expect(Set(given).isSuperset(of: broken))
+        #expect(!given.contains(1) && !given.contains(9), "six ASCII characters break nothing")
+        #expect(given.contains(4) && given.contains(8), "NUL, which SQLite's length stops at, and a lone CR are given to be checked")
     }
 }
