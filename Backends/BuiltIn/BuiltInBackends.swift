@@ -31,6 +31,12 @@ public enum BuiltInBackends {
         for type in types { registry.register(type) }
     }
 
+    /// Makes every built-in type's process-wide settings (``ObjectStore/StoreType/configureOwnProcess()``):
+    /// for a program that owns its process, before any store is opened; a library never calls it.
+    public static func configureOwnProcess() {
+        for type in types { type.configureOwnProcess() }
+    }
+
     /// The types whose stores the tool names on its command line: by a path (files) or a URL.
     public static var namedTypes: [any StoreType] { types.filter { !$0.fileExtensions.isEmpty || !$0.urlSchemes.isEmpty } }
 }

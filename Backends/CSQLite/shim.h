@@ -11,4 +11,10 @@ static inline sqlite3_destructor_type objectstore_sqlite_transient(void) {
 static inline int objectstore_sqlite_no_checkpoint_on_close(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
 }
+
+/// sqlite3_config is variadic: SQLITE_CONFIG_MEMSTATUS off (every allocation then skips a
+/// process-wide mutex). SQLITE_MISUSE once SQLite is initialized.
+static inline int objectstore_sqlite_memory_statistics_off(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 #endif

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import ObjectModel
 import ObjectStore
@@ -20,6 +21,14 @@ public struct SQLiteStoreType: StoreType {
     }
 
     static let header = Data("SQLite format 3\0".utf8)
+
+    /// Turns off SQLite's process-wide memory statistics (`SQLITE_CONFIG_MEMSTATUS`), so that
+    /// no allocation SQLite makes takes their global mutex: a tenth of a bulk copy's time.
+    /// Without them `sqlite3_memory_used`, `sqlite3_status64` and the heap limits read nothing,
+    /// for every user of SQLite in the process. Changes nothing once SQLite has been used in the process.
+    public func configureOwnProcess() {
+        _ = objectstore_sqlite_memory_statistics_off()
+    }
 
     public func recognizes(header: Data) -> Bool { header.starts(with: Self.header) }
 

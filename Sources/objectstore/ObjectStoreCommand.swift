@@ -34,6 +34,7 @@ struct ObjectStoreCommand: ParsableCommand {
     }
 
     static func main() {
+        BuiltInBackends.configureOwnProcess()
         BuiltInBackends.register()
         // `--json` means JSON, errors included: `{"error": {"code": …, "message": …}}` on stdout
         // (one line, so a JSON Lines reader of watch or history reads it too), the line on stderr as always.

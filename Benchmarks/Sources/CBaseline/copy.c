@@ -8,13 +8,15 @@ static long long fail(sqlite3 *db, const char *what, char *error, int errorSize)
     return -1;
 }
 
-/// Opens the destination in WAL mode with synchronous=NORMAL, attaches `source` when given
-/// (outside a transaction, as SQLite requires), then BEGIN.
+/// Opens the destination with SQLite's own defaults, as the sqlite3 shell does (a rollback
+/// journal, which a new file's pages never enter, and synchronous=FULL: each page is written
+/// once, where WAL writes it twice), attaches `source` when given (outside a transaction, as
+/// SQLite requires), then BEGIN.
 static sqlite3 *open_destination(const char *destination, const char *source, char *error, int errorSize) {
     sqlite3 *db = NULL;
     sqlite3_stmt *attach = NULL;
     int ok = sqlite3_open(destination, &db) == SQLITE_OK
-        && sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", NULL, NULL, NULL) == SQLITE_OK;
+        && sqlite3_exec(db, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL", NULL, NULL, NULL) == SQLITE_OK;
     if (ok && source) {
         ok = sqlite3_prepare_v2(db, "ATTACH DATABASE ?1 AS source", -1, &attach, NULL) == SQLITE_OK
             && sqlite3_bind_text(attach, 1, source, -1, SQLITE_TRANSIENT) == SQLITE_OK

@@ -18,13 +18,16 @@ import SQLiteStore
 // - Library.featured – Book.featuredIn, an ordered to-many with its inverse (a library per hundred
 //   books, ten featured each, order keys in Apple's steps of 1024).
 // Floors: sqlite3's ATTACH + INSERT … SELECT of every table, and a generic C copy loop (a prepared
-// SELECT and INSERT per table, one transaction), both into the same empty schema.
+// SELECT and INSERT per table, one transaction), both into the same empty schema with SQLite's
+// defaults (a rollback journal, synchronous=FULL: as the sqlite3 shell copies), in this process with
+// SQLite's memory statistics off, as the tool runs (`configureOwnProcess`).
 //
 // shapes-bench report [small objects] [large objects] [objectstore binary]
 // shapes-bench build <objects> <path>
 // shapes-bench floors <source>                (the two C floors of one source store)
 // shapes-bench peak <source> <destination>     (one conversion in this process; prints VmHWM bytes)
 
+SQLiteStoreType().configureOwnProcess()
 SQLiteStore.register()
 LMDBStore.register()
 

@@ -107,10 +107,17 @@ public protocol StoreType: Sendable {
     /// Copies the closed store at `source` to `destination`, a place ``stage(beside:verb:)`` gave:
     /// the same store (its UUID and metadata with it), for a run that must not write to the source.
     func copyStore(at source: URL, to destination: URL) throws
+    /// Process-wide settings that make this type's stores faster in a program that owns its
+    /// process (the `objectstore` tool), made before any store is opened; none by default. They
+    /// may change what other code in the process sees of a shared library (SQLite's memory
+    /// statistics), so a library never makes them.
+    func configureOwnProcess()
 }
 
 extension StoreType {
     public var fileExtensions: [String] { [] }
+
+    public func configureOwnProcess() {}
 
     public func checkNewStoreLocation(_ url: URL) throws {}
 

@@ -3,7 +3,8 @@
 
 /// The floor the benchmarks measure against: what a plain C program does to copy the tables
 /// of one SQLite file into another of the same schema. Each function opens both files, runs
-/// in one transaction on a destination in WAL mode with synchronous=NORMAL, runs `finish`
+/// in one transaction on a destination with SQLite's defaults (a rollback journal, which a
+/// new file's pages never enter, and synchronous=FULL: the sqlite3 shell's), runs `finish`
 /// (SQL, may be NULL) before the commit, and returns the number of rows copied, or -1 with a
 /// message in `error`.
 
