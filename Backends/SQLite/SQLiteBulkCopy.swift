@@ -1,6 +1,8 @@
+import CSQLite
 import Foundation
 import ObjectModel
 import ObjectStore
+import Synchronization
 
 /// Copying a whole store's objects from another SQLite store inside SQLite: the source file
 /// attached to this store's connection, each table copied with one `INSERT … SELECT`.
@@ -45,6 +47,18 @@ extension SQLiteStore: BulkCopying {
     /// moment is the file's latest when the copy begins, at or after the snapshot's (the system
     /// SQLite has no `sqlite3_snapshot_open` to share the snapshot's moment).
     public func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int] {
+        try copyObjects(of: entities, from: source, narrowing: []).counts
+    }
+
+    /// The copy, with the rule narrowing of `narrowing`'s entities (``RuleNarrowing``) run on
+    /// another thread, in a connection of its own to the source, while this one copies: at the
+    /// copy's moment, since the source's write lock is held from before that connection begins
+    /// its read until the copy has begun its own (a few milliseconds: no writer commits between
+    /// them). Where the lock cannot be had (another writer holds it for 50 ms, the file cannot be
+    /// written), or a table is copied column by column (its values take this store's column
+    /// types, which a narrowing of the source would not see), nothing is narrowed beside the copy.
+    public func copyObjects(of entities: [String], from source: any PersistentStore,
+                            narrowing: [String]) throws -> (counts: [String: Int], mayBreakRules: [String: [Int64]]) {
         guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
             throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
         }
@@ -55,10 +69,35 @@ extension SQLiteStore: BulkCopying {
         }
         defer { try? withReader { try $0.connection.execute("DETACH DATABASE \(Self.attached)") } }
         let sourceExternal = (source as! SQLiteStore).external
+        let queries = narrowing.compactMap { entity -> (entity: String, sql: String)? in
+            guard let description = model.entity(named: entity), let mapping = schema.entities[entity],
+                  let condition = Self.ruleCondition(description, columns: mapping.attributes) else { return nil }
+            return (entity, "SELECT t.Z_PK FROM \(quote(mapping.table)) t WHERE +t.Z_ENT = \(mapping.number) AND (\(condition)) "
+                    + "ORDER BY t.Z_PK LIMIT \(SourceNarrowing.most + 1)")
+        }
+        var lock = queries.isEmpty ? nil : SourceNarrowing.writeLock(on: sourceURL.path)
+        func unlock() {
+            try? lock?.execute("ROLLBACK")
+            lock?.close()
+            lock = nil
+        }
+        var beside = lock.map { _ in SourceNarrowing(path: sourceURL.path, queries: queries) }
+        if let started = beside, !started.began() { beside = nil }
+        if beside == nil { unlock() }
+        defer {
+            unlock()
+            _ = beside?.finish()
+        }
+        var whole = true
         // The history records the copy as one transaction inserting every object it copied.
         var copied: [ObjectKey] = []
-        return try write(immediate: false, recording: { historyPolicy.record(inserting: copied) }) { writer in
+        let counts = try write(immediate: false, recording: { historyPolicy.record(inserting: copied) }) { writer in
             let connection = writer.connection
+            if lock != nil {
+                // The copy's read of the source begins here, and lasts until its commit.
+                try connection.execute("SELECT count(*) FROM \(Self.attached).sqlite_master")
+                unlock()
+            }
             var counts: [String: Int] = [:]
             let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
             // A table's columns as the file declares them: name, type, hidden or generated, in order.
@@ -87,6 +126,7 @@ extension SQLiteStore: BulkCopying {
                     }
                     continue
                 }
+                whole = false
                 let columns = table.columns.map { quote($0.name) }.joined(separator: ", ")
                 guard !held.isEmpty else {
                     try connection.execute("INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.attached).\(quoted)")
@@ -114,6 +154,11 @@ extension SQLiteStore: BulkCopying {
             }
             return counts
         }
+        let found = beside?.finish() ?? [:]
+        if !queries.isEmpty {
+            logger.debug("rule narrowing beside the copy: \(whole ? found.count : 0) of \(queries.count) entities\(beside == nil ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
+        }
+        return (counts, whole ? found : [:])
     }
 
     /// The object and property (`Book/3.scan`) whose copied value names the external data file `name`.
@@ -129,5 +174,76 @@ extension SQLiteStore: BulkCopying {
             }
         }
         return nil
+    }
+}
+
+/// The rule narrowing of a bulk copy's source on a thread of its own (``SQLiteStore/copyObjects(of:from:narrowing:)``):
+/// a read-only connection in one read transaction, one query per entity, the keys it finds.
+private final class SourceNarrowing: Sendable {
+    /// The most keys kept for one entity: beyond, the entity is left to the caller's paged narrowing.
+    static let most = 10_000
+
+    private let started = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+    /// Whether the read transaction began; the keys found by entity (nil after an error).
+    private let reading = Mutex<Bool>(false)
+    private let found = Mutex<[String: [Int64]]?>([:])
+    private let joined = Mutex<Bool>(false)
+
+    /// Starts the thread: it opens the source at `path`, begins its read, then runs `queries`.
+    init(path: String, queries: [(entity: String, sql: String)]) {
+        Thread { [self] in
+            defer { done.signal() }
+            // A second connection of a store that is open: its WAL is the open store's to fold.
+            guard let connection = try? SQLiteConnection(path: path, readOnly: true, create: false, keepingWAL: true) else {
+                started.signal()
+                return
+            }
+            defer { connection.close() }
+            let began = (try? connection.execute("BEGIN; SELECT count(*) FROM sqlite_master")) != nil
+            reading.withLock { $0 = began }
+            started.signal()
+            guard began else { return }
+            defer { try? connection.execute("COMMIT") }
+            for (entity, sql) in queries {
+                do {
+                    let keys = try connection.statement(sql).rows { $0.int64(0) }
+                    guard keys.count <= Self.most else { continue }
+                    found.withLock { $0?[entity] = keys }
+                } catch {
+                    found.withLock { $0 = nil }
+                    return
+                }
+            }
+        }.start()
+    }
+
+    /// Waits until the thread's read transaction has begun (or failed to): whether it did.
+    func began() -> Bool {
+        started.wait()
+        return reading.withLock { $0 }
+    }
+
+    /// Waits for the thread (once): the keys it found by entity, empty after an error.
+    func finish() -> [String: [Int64]] {
+        joined.withLock { joined in
+            if !joined { done.wait() }
+            joined = true
+        }
+        return found.withLock { $0 } ?? [:]
+    }
+
+    /// A connection to the source holding its write lock (`BEGIN IMMEDIATE`, nothing written),
+    /// or nil when the lock is not had within 50 ms or the file cannot be written. It never folds
+    /// the source's WAL at close.
+    static func writeLock(on path: String) -> SQLiteConnection? {
+        guard let connection = try? SQLiteConnection(path: path, readOnly: false, create: false) else { return nil }
+        sqlite3_busy_timeout(connection.handle, 50)
+        guard objectstore_sqlite_no_checkpoint_on_close(connection.handle, 1) == SQLITE_OK,
+              (try? connection.execute("BEGIN IMMEDIATE")) != nil else {
+            connection.close()
+            return nil
+        }
+        return connection
     }
 }

@@ -466,8 +466,10 @@ extension SQLiteReader {
         for table in schema.tables.values.sorted(by: { $0.name < $1.name }) where !table.name.hasPrefix("Z_") {
             let concrete = schema.entities.values.filter { $0.table == table.name && model.entity(named: $0.name)?.isAbstract == false }
             let numbers = concrete.map { String($0.number) }.sorted().joined(separator: ",")
-            // In the order of the table's Z_ENT index, which answers alone where there is one
-            // (a quarter of a scan of the table's rows).
+            // In the order of the table's Z_ENT index, which answers alone where there is one (a
+            // quarter of a scan of the rows): the entity numbers the index holds, which fetches by
+            // entity read. A row whose number in the table disagrees with its index entry is damage
+            // that `validate --deep` (SQLite's integrity_check) reports.
             found += try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_ENT, Z_PK\(bound)")
                 .rows { "\(table.name) row \($0.int64(0)) has Z_ENT \($0.int64(1)), which is no concrete entity of this table: no fetch sees it" }
             found += try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK\(bound)")

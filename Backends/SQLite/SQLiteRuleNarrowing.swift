@@ -5,8 +5,9 @@ import ObjectStore
 extension SQLiteStore: RuleNarrowing {
     /// One SELECT per page: the rows whose columns are NULL where a value is required, out of
     /// bounds, out of length, or of a storage class the attribute's type does not give. String
-    /// lengths are counted in characters (grapheme clusters), which SQLite does not count: text
-    /// with other than ASCII, or with a carriage return, is always given, and checked by the caller.
+    /// lengths are counted in characters (grapheme clusters), which SQLite does not count: where a
+    /// minimum length above 1 applies, text with other than ASCII, or with a carriage return, is
+    /// always given, and checked by the caller.
     public func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],

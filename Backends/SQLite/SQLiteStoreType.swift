@@ -24,8 +24,10 @@ public struct SQLiteStoreType: StoreType {
 
     /// Turns off SQLite's process-wide memory statistics (`SQLITE_CONFIG_MEMSTATUS`), so that
     /// no allocation SQLite makes takes their global mutex: a tenth of a bulk copy's time.
-    /// Without them `sqlite3_memory_used`, `sqlite3_status64` and the heap limits read nothing,
-    /// for every user of SQLite in the process. Changes nothing once SQLite has been used in the process.
+    /// Without them `sqlite3_memory_used` and `sqlite3_status64` read nothing and the heap limits
+    /// are not enforced, for every user of SQLite in the process. Call it before any other
+    /// thread uses SQLite; once SQLite has been initialized (by this code or any other in the
+    /// process) it changes nothing.
     public func configureOwnProcess() {
         _ = objectstore_sqlite_memory_statistics_off()
     }

@@ -123,19 +123,98 @@ struct BulkCopyTests {
         #expect(try export("sqlite", at: to, model: model) == export("sqlite", at: from, model: model))
     }
 
-    @Test("a store whose rules are broken is still refused after a bulk copy, and leaves nothing")
-    func rulesStillChecked() throws {
+    @Test("a store whose rules are broken is still refused after a bulk copy, and leaves nothing: narrowed beside the copy, or after it when another writer holds the source's lock",
+          arguments: [false, true])
+    func rulesStillChecked(writerHoldsLock: Bool) throws {
         let workspace = try Workspace()
         let model = StoreConformance.model
         let (from, to) = try Self.conformanceSource(in: workspace)
         // Person.name is required: blank one out behind the store's back.
         var db: OpaquePointer?
         #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
         #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK = 2", nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(db)
+        if writerHoldsLock { #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) }
+        let before = try Data(contentsOf: from)
         let error = try #require(throws: MigrationError.self) { try identityMigration(from, to: to, model: model) }
         #expect(error.code == .validationFailed)
+        #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property)" } == ["Person/2.name"])
         #expect(!FileManager.default.fileExists(atPath: to.path))
+        #expect(try Data(contentsOf: from) == before, "the source's lock was taken and given back, nothing written")
+        if writerHoldsLock { #expect(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK, "the other writer kept its lock") }
+    }
+
+    @Test("a writer toggling a required value in the source while it is converted again and again: every conversion that succeeds holds the value, none copies it blank")
+    func writerDuringCopies() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let (from, _) = try Self.conformanceSource(in: workspace)
+        let stop = Atomic<Bool>(false)
+        let writer = Thread {
+            var db: OpaquePointer?
+            guard sqlite3_open(from.path, &db) == SQLITE_OK else { return }
+            defer { sqlite3_close(db) }
+            sqlite3_busy_timeout(db, 2_000)
+            while !stop.load(ordering: .relaxed) {
+                _ = sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = CASE WHEN ZNAME IS NULL THEN 'back' ELSE NULL END WHERE Z_PK = 2", nil, nil, nil)
+            }
+        }
+        writer.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        var refused = 0
+        for run in 0..<24 {
+            let to = workspace.location("copy\(run)", "sqlite")
+            do {
+                try identityMigration(from, to: to, model: model)
+                let raw = try RawDatabase(to, readOnly: true)
+                defer { raw.close() }
+                #expect(try raw.strings("SELECT ZNAME IS NULL FROM ZPERSON WHERE Z_PK = 2") == [["0"]], "run \(run)")
+            } catch let error as MigrationError where error.code == .validationFailed {
+                refused += 1
+                #expect(!FileManager.default.fileExists(atPath: to.path))
+            }
+        }
+        stop.store(true, ordering: .relaxed)
+        #expect(refused < 24, "some copies caught the value set")
+    }
+
+    @Test("the rule narrowing beside a bulk copy reads the source at the copy's moment: it names exactly the rows that may break a rule, as the narrowing of the copy after it does; none when another writer holds the source's lock",
+          arguments: [false, true])
+    func narrowedBesideTheCopy(writerHoldsLock: Bool) throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let (from, to) = try Self.conformanceSource(in: workspace)
+        var db: OpaquePointer?
+        #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK IN (2, 3)", nil, nil, nil) == SQLITE_OK)
+        if writerHoldsLock { #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) }
+        let source = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions(readOnly: true))
+        defer { try? source.close() }
+        let destination = try SQLiteStoreType().open(at: to, model: model, options: StoreOptions())
+        defer { try? destination.close() }
+        let copier = try #require(destination as? SQLiteStore)
+        let entities = model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
+        let ruled = entities.filter { ObjectValidator.hasAttributeRules(model.entity(named: $0)!) }
+        #expect(ruled.contains("Person"))
+        let (counts, mayBreak) = try copier.copyObjects(of: entities, from: source, narrowing: ruled)
+        #expect(counts["Person"] ?? 0 >= 3)
+        if writerHoldsLock {
+            #expect(mayBreak.isEmpty, "left to the narrowing after the copy")
+            #expect(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK)
+            return
+        }
+        // The oracle: the narrowing of the copy itself, page by page, after it.
+        for entity in ruled {
+            var after: Int64?
+            var keys: [Int64] = []
+            while let page = try copier.objectsThatMayBreakRules(of: entity, after: after, limit: 2), !page.isEmpty {
+                keys += page.map(\.key.primaryKey)
+                after = keys.last
+            }
+            #expect(mayBreak[entity] == keys, "\(entity)")
+        }
+        #expect(mayBreak["Person"] == [2, 3])
     }
 
     @Test("a bulk copy reports every entity's objects as SQLite counts them, in one-entity tables and hierarchy tables alike")

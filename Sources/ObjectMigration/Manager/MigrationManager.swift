@@ -343,9 +343,10 @@ public final class MigrationManager: Sendable {
         // Attribute rules broken by objects of compiled mappings, by destination entity: checked in phase 1.
         var attributeFailures: [String: [ValidationFailure]] = [:]
         let copiesAsIs = copiesEveryObjectAsIs(mappings, context)
-        if let copied = try bulkCopy(mappings, context, copiesAsIs: copiesAsIs) {
+        if let (copied, mayBreakRules) = try bulkCopy(mappings, context, copiesAsIs: copiesAsIs) {
             // Phases 1 and 2 in one step; the objects are the source's, so only entities with
-            // attribute rules need their attributes checked again.
+            // attribute rules need their attributes checked again: those the copy narrowed beside
+            // it read only the objects it named, the others are narrowed now.
             for m in mappings {
                 let done = m.sourceEntity.flatMap { copied[$0] } ?? 0
                 for phase in [MigrationError.Phase.createObjects, .createRelationships] {
@@ -354,6 +355,10 @@ public final class MigrationManager: Sendable {
                 guard let d = m.destinationEntity, attributeFailures[d] == nil, let entity = destinationModel.entity(named: d) else { continue }
                 if !ObjectValidator.hasAttributeRules(entity) {
                     attributeFailures[d] = []
+                } else if let keys = mayBreakRules[d] {
+                    attributeFailures[d] = try step(m, .validate, nil) {
+                        try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap { brokenRules(of: $0, entity, in: destination) }
+                    }
                 } else if let narrowed = try step(m, .validate, nil, { try narrowedFailures(entity, in: destination) }) {
                     attributeFailures[d] = narrowed
                 }
@@ -417,15 +422,18 @@ public final class MigrationManager: Sendable {
         var after: Int64?
         while true {
             guard let page = try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize) else { return nil }
-            for record in page {
-                for attribute in entity.layout.attributes {
-                    for (rule, message) in ObjectValidator.check(attribute, record.attributes[attribute.name]) {
-                        failures.append(ValidationFailure(objectID: destination.objectID(for: record.key), property: attribute.name, rule: rule, message: message))
-                    }
-                }
-            }
+            failures += page.flatMap { brokenRules(of: $0, entity, in: destination) }
             guard page.count == batchSize, let last = page.last else { return failures }
             after = last.key.primaryKey
+        }
+    }
+
+    /// The attribute rules `record`, an object of `entity` in `destination`, breaks.
+    private func brokenRules(of record: ObjectRecord, _ entity: EntityDescription, in destination: any PersistentStore) -> [ValidationFailure] {
+        entity.layout.attributes.flatMap { attribute in
+            ObjectValidator.check(attribute, record.attributes[attribute.name]).map { rule, message in
+                ValidationFailure(objectID: destination.objectID(for: record.key), property: attribute.name, rule: rule, message: message)
+            }
         }
     }
 
@@ -440,8 +448,11 @@ public final class MigrationManager: Sendable {
 
     /// Phases 1 and 2 by the destination itself (``BulkCopying``), when the mappings copy every
     /// object as it is (`copiesAsIs`, ``copiesEveryObjectAsIs(_:_:)``) and the destination can copy
-    /// from the source. Returns the objects copied per entity, or nil (nothing written).
-    private func bulkCopy(_ mappings: [EntityMapping], _ context: MigrationContext, copiesAsIs: Bool) throws -> [String: Int]? {
+    /// from the source; the destination narrows the rule checks of entities with attribute rules
+    /// beside the copy where it can. Returns the objects copied per entity and the keys of the
+    /// objects that may break a rule by the entities narrowed, or nil (nothing written).
+    private func bulkCopy(_ mappings: [EntityMapping], _ context: MigrationContext,
+                          copiesAsIs: Bool) throws -> (counts: [String: Int], mayBreakRules: [String: [Int64]])? {
         let entities = sourceModel.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
         guard usesBulkCopy, copiesAsIs, let copier = context.destinationStore as? any BulkCopying,
               copier.canCopyObjects(of: entities, from: context.sourceStore) else {
@@ -449,7 +460,8 @@ public final class MigrationManager: Sendable {
             return nil
         }
         logger.debug("bulk copy: the destination copies every object of \(entities.count) entities itself")
-        return try step(mappings[0], .createObjects, nil) { try copier.copyObjects(of: entities, from: context.sourceStore) }
+        let narrowing = entities.filter { destinationModel.entity(named: $0).map(ObjectValidator.hasAttributeRules) == true }
+        return try step(mappings[0], .createObjects, nil) { try copier.copyObjects(of: entities, from: context.sourceStore, narrowing: narrowing) }
     }
 
     /// Phase 3: every destination object, whichever mapping or policy made it; an entity in

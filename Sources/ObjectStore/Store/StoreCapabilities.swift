@@ -26,6 +26,21 @@ public protocol BulkCopying: PersistentStore {
     /// - Throws: ``StoreError``; `invalidChange` when ``canCopyObjects(of:from:)`` says no,
     ///   or a key is in use.
     func copyObjects(of entities: [String], from source: any PersistentStore) throws -> [String: Int]
+
+    /// Copies as ``copyObjects(of:from:)`` does and, beside the copy, finds the objects of each
+    /// entity of `narrowing` that may break one of its attribute rules (as ``RuleNarrowing`` finds
+    /// them), in the source at the moment the copy reads it: their primary keys, in key order,
+    /// by entity. An entity left out of the answer is one the store did not narrow (the caller
+    /// narrows it after the copy). By default, the copy alone.
+    func copyObjects(of entities: [String], from source: any PersistentStore,
+                     narrowing: [String]) throws -> (counts: [String: Int], mayBreakRules: [String: [Int64]])
+}
+
+extension BulkCopying {
+    public func copyObjects(of entities: [String], from source: any PersistentStore,
+                            narrowing: [String]) throws -> (counts: [String: Int], mayBreakRules: [String: [Int64]]) {
+        (try copyObjects(of: entities, from: source), [:])
+    }
 }
 
 /// A store that keeps a to-many relationship whose inverse is a to-one as that to-one alone (a
