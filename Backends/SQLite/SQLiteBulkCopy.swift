@@ -114,15 +114,17 @@ extension SQLiteStore: BulkCopying {
                     try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
                     guard !held.isEmpty else { continue }
                     let copied = connection.changes
-                    let numbers = held.map { String($0.number) }.joined(separator: ",")
-                    try connection.execute("DELETE FROM main.\(quoted) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(numbers))")
-                    if held.count == 1 {
-                        counts[held[0].name] = copied - connection.changes
-                    } else {
-                        let byNumber = Dictionary(uniqueKeysWithValues: held.map { ($0.number, $0.name) })
-                        for entity in held { counts[entity.name] = 0 }
-                        let grouped = try connection.statement("SELECT Z_ENT, count(*) FROM main.\(quoted) GROUP BY Z_ENT").rows { ($0.int64(0), $0.int64(1)) }
-                        for (number, count) in grouped { if let entity = byNumber[Int(number)] { counts[entity] = Int(count) } }
+                    // Counted by entity number first (the table's Z_ENT index answers alone where
+                    // there is one): the rows of any other number, or of none, are deleted only
+                    // when there are some, not looked for in a second pass over every row.
+                    let byNumber = Dictionary(uniqueKeysWithValues: held.map { ($0.number, $0.name) })
+                    for entity in held { counts[entity.name] = 0 }
+                    let grouped = try connection.statement("SELECT Z_ENT, count(*) FROM main.\(quoted) WHERE typeof(Z_ENT) = 'integer' GROUP BY Z_ENT")
+                        .rows { ($0.int64(0), $0.int64(1)) }
+                    for (number, count) in grouped { if let entity = byNumber[Int(number)] { counts[entity] = Int(count) } }
+                    if held.reduce(0, { $0 + counts[$1.name]! }) != copied {
+                        let numbers = held.map { String($0.number) }.joined(separator: ",")
+                        try connection.execute("DELETE FROM main.\(quoted) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(numbers))")
                     }
                     continue
                 }

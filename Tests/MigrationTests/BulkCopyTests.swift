@@ -144,6 +144,30 @@ struct BulkCopyTests {
         if writerHoldsLock { #expect(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK, "the other writer kept its lock") }
     }
 
+    @Test("rows of no entity the table holds (another number, none, a fraction) are not copied, and the counts are the entities' own, as SQLite counts them in the source")
+    func strayRowsLeftOut() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let (from, to) = try Self.conformanceSource(in: workspace)
+        let raw = try RawDatabase(from, readOnly: false)
+        let person = try raw.strings("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'")[0][0]
+        let persons = try raw.strings("SELECT count(*) FROM ZPERSON WHERE Z_ENT = \(person)")[0][0]
+        try raw.execute("INSERT INTO ZPERSON (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (9001, 99, 1, 'stray'), (9002, NULL, 1, 'stray'), (9003, \(person).5, 1, 'stray')")
+        raw.close()
+        // The store itself, not the manager, whose gate refuses such a source before any copy.
+        let source = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions(readOnly: true))
+        defer { try? source.close() }
+        let destination = try SQLiteStoreType().open(at: to, model: model, options: StoreOptions())
+        let entities = model.entityDescriptions.filter { !$0.isAbstract }.map(\.name)
+        let counts = try #require(destination as? SQLiteStore).copyObjects(of: entities, from: source)
+        try destination.close()
+        #expect(counts["Person"] == Int(persons))
+        let copied = try RawDatabase(to, readOnly: true)
+        defer { copied.close() }
+        #expect(try copied.strings("SELECT count(*) FROM ZPERSON WHERE ZNAME = 'stray'") == [["0"]])
+        #expect(try copied.strings("SELECT count(*) FROM ZPERSON") == [[persons]])
+    }
+
     @Test("a writer toggling a required value in the source while it is converted again and again: every conversion that succeeds holds the value, none copies it blank")
     func writerDuringCopies() throws {
         let workspace = try Workspace()
