@@ -40,8 +40,8 @@ extension SQLiteStore: BulkCopying {
     /// none hidden or generated — is copied as `INSERT INTO t SELECT * FROM source.t`, the form
     /// SQLite's transfer optimization copies as stored records without decoding them; rows of
     /// another entity number than the table's (which no fetch sees) are then deleted, so exactly
-    /// what the source's fetches see arrives. Any other table, and a table that holds an
-    /// inheritance hierarchy, is copied column by column, one entity at a time (`WHERE Z_ENT = n`).
+    /// what the source's fetches see arrives. Any other table is copied column by column, one
+    /// entity at a time (`WHERE Z_ENT = n`) where it holds entities.
     ///
     /// The transaction reads the source file at one moment; when `source` is a snapshot, that
     /// moment is the file's latest when the copy begins, at or after the snapshot's (the system
@@ -52,18 +52,18 @@ extension SQLiteStore: BulkCopying {
 
     /// The copy, with the rule narrowing of `narrowing`'s entities (``RuleNarrowing``) run on
     /// another thread, in a connection of its own to the source, while this one copies: at the
-    /// copy's moment, since the source's write lock is held from before that connection begins
-    /// its read until the copy has begun its own (a few milliseconds: no writer commits between
-    /// them). Where the lock cannot be had (another writer holds it for 50 ms, the file cannot be
-    /// written), or a table is copied column by column (its values take this store's column
-    /// types, which a narrowing of the source would not see), nothing is narrowed beside the copy.
+    /// copy's moment, since the source's write lock is held from just before that connection
+    /// begins its read until the copy has begun its own (no writer commits between them). Where
+    /// the lock cannot be had (another writer holds it for 50 ms, the file cannot be written), or
+    /// a table is copied column by column (its values take this store's column types, which a
+    /// narrowing of the source would not see), nothing is narrowed beside the copy.
     public func copyObjects(of entities: [String], from source: any PersistentStore,
                             narrowing: [String]) throws -> (counts: [String: Int], mayBreakRules: [String: [Int64]]) {
         guard canCopyObjects(of: entities, from: source), let sourceURL = source.url else {
             throw StoreError(.invalidChange, "cannot copy these objects from \(source.url?.path ?? "the source") inside SQLite: another backend, model or layout", url: url)
         }
-        // The ATTACH outside any transaction, read-only so the copy never takes the source's write
-        // lock; the copy in one transaction (``write(immediate:_:)``).
+        // The ATTACH outside any transaction, read-only: the copy itself never writes to the
+        // source; the copy in one transaction (``write(immediate:_:)``).
         try withReader { reader in
             try reader.connection.statement("ATTACH DATABASE ?1 AS \(Self.attached)").run([.text(URL(filePath: sourceURL.path).absoluteString + "?mode=ro")])
         }
@@ -75,29 +75,26 @@ extension SQLiteStore: BulkCopying {
             return (entity, "SELECT t.Z_PK FROM \(quote(mapping.table)) t WHERE +t.Z_ENT = \(mapping.number) AND (\(condition)) "
                     + "ORDER BY t.Z_PK LIMIT \(SourceNarrowing.most + 1)")
         }
-        var lock = queries.isEmpty ? nil : SourceNarrowing.writeLock(on: sourceURL.path)
-        func unlock() {
-            try? lock?.execute("ROLLBACK")
-            lock?.close()
-            lock = nil
-        }
-        var beside = lock.map { _ in SourceNarrowing(path: sourceURL.path, queries: queries) }
-        if let started = beside, !started.began() { beside = nil }
-        if beside == nil { unlock() }
-        defer {
-            unlock()
-            _ = beside?.finish()
-        }
+        // The narrowing's connection is opened first; the lock is held only from just before its
+        // read begins until the copy's has (two reads of the schema's first page).
+        let beside = queries.isEmpty ? nil : SourceNarrowing(path: sourceURL.path, queries: queries)
+        var narrowed = false
+        defer { _ = beside?.finish() }
         var whole = true
         // The history records the copy as one transaction inserting every object it copied.
         var copied: [ObjectKey] = []
         let counts = try write(immediate: false, recording: { historyPolicy.record(inserting: copied) }) { writer in
             let connection = writer.connection
-            if lock != nil {
+            if let beside, beside.opened(), let lock = SourceNarrowing.writeLock(on: sourceURL.path) {
+                defer {
+                    try? lock.execute("ROLLBACK")
+                    lock.close()
+                }
+                narrowed = beside.begin()
                 // The copy's read of the source begins here, and lasts until its commit.
                 try connection.execute("SELECT count(*) FROM \(Self.attached).sqlite_master")
-                unlock()
             }
+            beside?.cancel()
             var counts: [String: Int] = [:]
             let byTable = Dictionary(grouping: entities.map { schema.entities[$0]! }, by: \.table)
             // A table's columns as the file declares them: name, type, hidden or generated, in order.
@@ -114,12 +111,13 @@ extension SQLiteStore: BulkCopying {
                     try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.attached).\(quoted)")
                     guard !held.isEmpty else { continue }
                     let copied = connection.changes
-                    // Counted by entity number first (the table's Z_ENT index answers alone where
-                    // there is one): the rows of any other number, or of none, are deleted only
-                    // when there are some, not looked for in a second pass over every row.
+                    // Counted by entity number in the source, as the copy read it (the table's Z_ENT
+                    // index answers alone where there is one): the rows of any other number, or of
+                    // none, are deleted only when there are some, not looked for in a second pass
+                    // over every row.
                     let byNumber = Dictionary(uniqueKeysWithValues: held.map { ($0.number, $0.name) })
                     for entity in held { counts[entity.name] = 0 }
-                    let grouped = try connection.statement("SELECT Z_ENT, count(*) FROM main.\(quoted) WHERE typeof(Z_ENT) = 'integer' GROUP BY Z_ENT")
+                    let grouped = try connection.statement("SELECT Z_ENT, count(*) FROM \(Self.attached).\(quoted) WHERE typeof(Z_ENT) = 'integer' GROUP BY Z_ENT")
                         .rows { ($0.int64(0), $0.int64(1)) }
                     for (number, count) in grouped { if let entity = byNumber[Int(number)] { counts[entity] = Int(count) } }
                     if held.reduce(0, { $0 + counts[$1.name]! }) != copied {
@@ -156,11 +154,11 @@ extension SQLiteStore: BulkCopying {
             }
             return counts
         }
-        let found = beside?.finish() ?? [:]
+        let found = narrowed && whole ? beside?.finish() ?? [:] : [:]
         if !queries.isEmpty {
-            logger.debug("rule narrowing beside the copy: \(whole ? found.count : 0) of \(queries.count) entities\(beside == nil ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
+            logger.debug("rule narrowing beside the copy: \(found.count) of \(queries.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
         }
-        return (counts, whole ? found : [:])
+        return (counts, found)
     }
 
     /// The object and property (`Book/3.scan`) whose copied value names the external data file `name`.
@@ -180,30 +178,34 @@ extension SQLiteStore: BulkCopying {
 }
 
 /// The rule narrowing of a bulk copy's source on a thread of its own (``SQLiteStore/copyObjects(of:from:narrowing:)``):
-/// a read-only connection in one read transaction, one query per entity, the keys it finds.
+/// a read-only connection, opened at once, that begins one read transaction when told to
+/// (``begin()``), then runs one query per entity and keeps the keys it finds.
 private final class SourceNarrowing: Sendable {
     /// The most keys kept for one entity: beyond, the entity is left to the caller's paged narrowing.
     static let most = 10_000
 
+    private let ready = DispatchSemaphore(value: 0)
+    private let go = DispatchSemaphore(value: 0)
     private let started = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    /// Whether the read transaction began; the keys found by entity (nil after an error).
-    private let reading = Mutex<Bool>(false)
+    /// Whether the connection opened; whether to read (told once); whether the read began.
+    private let state = Mutex<(opened: Bool, told: Bool, proceed: Bool, reading: Bool, joined: Bool)>((false, false, false, false, false))
+    /// The keys found by entity; nil after an error.
     private let found = Mutex<[String: [Int64]]?>([:])
-    private let joined = Mutex<Bool>(false)
 
-    /// Starts the thread: it opens the source at `path`, begins its read, then runs `queries`.
     init(path: String, queries: [(entity: String, sql: String)]) {
         Thread { [self] in
             defer { done.signal() }
             // A second connection of a store that is open: its WAL is the open store's to fold.
-            guard let connection = try? SQLiteConnection(path: path, readOnly: true, create: false, keepingWAL: true) else {
-                started.signal()
-                return
-            }
-            defer { connection.close() }
+            let connection = try? SQLiteConnection(path: path, readOnly: true, create: false, keepingWAL: true)
+            defer { connection?.close() }
+            state.withLock { $0.opened = connection != nil }
+            ready.signal()
+            guard let connection else { return }
+            go.wait()
+            guard state.withLock({ $0.proceed }) else { return }
             let began = (try? connection.execute("BEGIN; SELECT count(*) FROM sqlite_master")) != nil
-            reading.withLock { $0 = began }
+            state.withLock { $0.reading = began }
             started.signal()
             guard began else { return }
             defer { try? connection.execute("COMMIT") }
@@ -220,29 +222,61 @@ private final class SourceNarrowing: Sendable {
         }.start()
     }
 
-    /// Waits until the thread's read transaction has begun (or failed to): whether it did.
-    func began() -> Bool {
-        started.wait()
-        return reading.withLock { $0 }
+    /// Waits until the thread has opened its connection: whether it did.
+    func opened() -> Bool {
+        ready.wait()
+        ready.signal()
+        return state.withLock { $0.opened }
     }
 
-    /// Waits for the thread (once): the keys it found by entity, empty after an error.
-    func finish() -> [String: [Int64]] {
-        joined.withLock { joined in
-            if !joined { done.wait() }
-            joined = true
+    /// Tells the thread to begin its read (under the source's write lock), and waits until it
+    /// has: whether it did.
+    func begin() -> Bool {
+        guard tell(proceed: true) else { return false }
+        started.wait()
+        return state.withLock { $0.reading }
+    }
+
+    /// Tells the thread not to read, unless it was told already.
+    func cancel() { _ = tell(proceed: false) }
+
+    private func tell(proceed: Bool) -> Bool {
+        let first = state.withLock { state in
+            defer { state.told = true }
+            if !state.told { state.proceed = proceed }
+            return !state.told
         }
-        return found.withLock { $0 } ?? [:]
+        if first { go.signal() }
+        return first
+    }
+
+    /// Waits for the thread (once; it is told not to read if it was not told): the keys it found
+    /// by entity, empty after an error or when it did not read.
+    func finish() -> [String: [Int64]] {
+        cancel()
+        let wait = state.withLock { state in
+            defer { state.joined = true }
+            return !state.joined
+        }
+        if wait { done.wait() }
+        return state.withLock { $0.reading } ? found.withLock { $0 } ?? [:] : [:]
     }
 
     /// A connection to the source holding its write lock (`BEGIN IMMEDIATE`, nothing written),
-    /// or nil when the lock is not had within 50 ms or the file cannot be written. It never folds
-    /// the source's WAL at close.
+    /// or nil when the lock is not had within 50 ms or the file cannot be written (SQLite then
+    /// opens it read-only, where `BEGIN IMMEDIATE` takes no lock: the transaction's state says
+    /// so). It never folds the source's WAL at close.
     static func writeLock(on path: String) -> SQLiteConnection? {
         guard let connection = try? SQLiteConnection(path: path, readOnly: false, create: false) else { return nil }
         sqlite3_busy_timeout(connection.handle, 50)
-        guard objectstore_sqlite_no_checkpoint_on_close(connection.handle, 1) == SQLITE_OK,
+        guard sqlite3_db_readonly(connection.handle, "main") == 0,
+              objectstore_sqlite_no_checkpoint_on_close(connection.handle, 1) == SQLITE_OK,
               (try? connection.execute("BEGIN IMMEDIATE")) != nil else {
+            connection.close()
+            return nil
+        }
+        guard sqlite3_txn_state(connection.handle, "main") == SQLITE_TXN_WRITE else {
+            try? connection.execute("ROLLBACK")
             connection.close()
             return nil
         }
