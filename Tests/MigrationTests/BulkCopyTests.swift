@@ -75,6 +75,16 @@ struct BulkCopyTests {
         return (from, workspace.location("copy", "sqlite"))
     }
 
+    /// A connection to `from` that blanked the required name of the persons `keys` names,
+    /// behind the store's back, and, `holdingLock`, holds the file's write lock as another writer.
+    static func blankNames(_ keys: String, in from: URL, holdingLock: Bool) -> OpaquePointer? {
+        var db: OpaquePointer?
+        #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK IN (\(keys))", nil, nil, nil) == SQLITE_OK)
+        if holdingLock { #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) }
+        return db
+    }
+
     @Test("a convert between SQLite stores copies every row of every table as SQLite holds it, key counters included")
     func rowsAsTheyWere() throws {
         let workspace = try Workspace()
@@ -130,11 +140,8 @@ struct BulkCopyTests {
         let model = StoreConformance.model
         let (from, to) = try Self.conformanceSource(in: workspace)
         // Person.name is required: blank one out behind the store's back.
-        var db: OpaquePointer?
-        #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        let db = Self.blankNames("2", in: from, holdingLock: writerHoldsLock)
         defer { sqlite3_close(db) }
-        #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK = 2", nil, nil, nil) == SQLITE_OK)
-        if writerHoldsLock { #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) }
         let before = try Data(contentsOf: from)
         let error = try #require(throws: MigrationError.self) { try identityMigration(from, to: to, model: model) }
         #expect(error.code == .validationFailed)
@@ -212,11 +219,8 @@ struct BulkCopyTests {
         let workspace = try Workspace()
         let model = StoreConformance.model
         let (from, to) = try Self.conformanceSource(in: workspace)
-        var db: OpaquePointer?
-        #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        let db = Self.blankNames("2, 3", in: from, holdingLock: writerHoldsLock)
         defer { sqlite3_close(db) }
-        #expect(sqlite3_exec(db, "UPDATE ZPERSON SET ZNAME = NULL WHERE Z_PK IN (2, 3)", nil, nil, nil) == SQLITE_OK)
-        if writerHoldsLock { #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) }
         let source = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions(readOnly: true))
         defer { try? source.close() }
         let destination = try SQLiteStoreType().open(at: to, model: model, options: StoreOptions())
