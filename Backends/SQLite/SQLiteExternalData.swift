@@ -67,7 +67,10 @@ struct SQLiteExternalData: Sendable {
     static func sharingStores(_ url: URL) -> [URL] {
         let folder = supportFolder(for: url), directory = url.deletingLastPathComponent()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
-        return names.sorted().compactMap { name -> URL? in
+        // A store that shares the folder has a name that begins with the folder's: the names of
+        // a crowded directory are told apart as strings before any is made a URL.
+        let stem = supportStem(for: url)
+        return names.filter { $0.hasPrefix(stem) }.sorted().compactMap { name -> URL? in
             guard name != url.lastPathComponent, !["-wal", "-shm", "-journal"].contains(where: name.hasSuffix) else { return nil }
             let other = directory.appending(path: name)
             guard supportFolder(for: other) == folder, let handle = FileHandle(forReadingAtPath: other.path) else { return nil }
@@ -88,10 +91,14 @@ struct SQLiteExternalData: Sendable {
     /// letters and digits is kept, so that two staged stores (`.Notes.sqlite.migrating-<UUID>`)
     /// never share one.
     static func supportFolder(for url: URL) -> URL {
+        url.deletingLastPathComponent().appending(path: ".\(supportStem(for: url))_SUPPORT")
+    }
+
+    /// The `<name>` of ``supportFolder(for:)``: the file name without a plain extension.
+    private static func supportStem(for url: URL) -> String {
         let ext = url.pathExtension
         let plain = !ext.isEmpty && ext.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII }
-        let name = plain ? url.deletingPathExtension().lastPathComponent : url.lastPathComponent
-        return url.deletingLastPathComponent().appending(path: ".\(name)_SUPPORT")
+        return plain ? url.deletingPathExtension().lastPathComponent : url.lastPathComponent
     }
 
     /// The file name a tagged value names, or nil for an inline value.
