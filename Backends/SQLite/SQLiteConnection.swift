@@ -205,9 +205,12 @@ struct Statement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
         case .real(let v): rc = sqlite3_bind_double(handle, index, v)
-        case .text(let v):
-            rc = v.utf8CString.withUnsafeBufferPointer { buffer in
-                sqlite3_bind_text(handle, index, buffer.baseAddress, Int32(buffer.count - 1), objectstore_sqlite_transient())
+        case .text(var v):
+            // The string's own UTF-8 (no copy for a native string); SQLite copies it.
+            rc = v.isEmpty ? sqlite3_bind_text(handle, index, "", 0, objectstore_sqlite_transient()) : v.withUTF8 { bytes in
+                bytes.withMemoryRebound(to: CChar.self) {
+                    sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), objectstore_sqlite_transient())
+                }
             }
         case .blob(let v):
             rc = v.withUnsafeBytes { bytes in

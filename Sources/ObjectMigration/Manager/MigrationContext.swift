@@ -44,6 +44,13 @@ public final class MigrationContext {
     /// The members of the source's to-many relationships that phase 2 of the current batch reads,
     /// by relationship and source object (``prefetchRelationships(of:mapping:)``).
     private var prefetched: [String: [ObjectKey: OrderedMembers]] = [:]
+
+    /// The to-many lists of a group of source objects, read at once (``prefetchRead(mapping:)``).
+    struct PrefetchedLists: Sendable {
+        var byRelationship: [String: [ObjectKey: OrderedMembers]] = [:]
+        /// How many members the lists hold, all told.
+        var members = 0
+    }
     /// Destination entities some object was inserted into one record at a time (by a policy
     /// or an uncompiled mapping): their attributes were not checked in phase 1.
     private(set) var insertedOneByOne: Set<String> = []
@@ -197,25 +204,37 @@ public final class MigrationContext {
         notInPhaseTwo[m.name].map { $0.count == m.relationshipMappings.count } ?? false
     }
 
-    /// Reads, for a batch of source objects, the to-many relationships phase 2 copies from them as
-    /// they are (`$source.name`), one batch read per relationship instead of one per object
-    /// (``PersistentStore/orderedMembers(of:relationship:)-([ObjectKey],_)``); the next batch replaces them.
-    /// Returns how many members it read.
-    @discardableResult
-    func prefetchRelationships(of records: some Collection<ObjectRecord>, mapping m: EntityMapping) throws -> Int {
-        prefetched.removeAll(keepingCapacity: true)
-        guard !records.isEmpty, let s = m.sourceEntity, let source = sourceModel.entity(named: s) else { return 0 }
+    /// The to-many relationships phase 2 copies as they are (`$source.name`) from the source
+    /// objects of a mapping, read for a group of objects at once, one batch read per relationship
+    /// instead of one per object (``PersistentStore/orderedMembers(of:relationship:)-([ObjectKey],_)``).
+    /// It reads the source store alone, so it may run beside the migration (``ReadAhead``); nil
+    /// when the mapping copies none.
+    func prefetchRead(mapping m: EntityMapping) -> (@Sendable ([ObjectKey]) throws -> PrefetchedLists)? {
+        guard let s = m.sourceEntity, let source = sourceModel.entity(named: s) else { return nil }
         let leftOut = notInPhaseTwo[m.name] ?? []
-        let keys = records.map(\.key)
-        var read = 0
+        var paths: [String] = []
         for (name, expression) in m.relationshipMappings where !leftOut.contains(name) {
-            guard case .source(let path) = expression, !path.contains("."), prefetched[path] == nil,
+            guard case .source(let path) = expression, !path.contains("."), !paths.contains(path),
                   source.relationshipsByName[path]?.isToMany == true else { continue }
-            let members = try sourceStore.orderedMembers(of: keys, relationship: path)
-            read += members.reduce(0) { $0 + $1.keys.count }
-            prefetched[path] = Dictionary(uniqueKeysWithValues: zip(keys, members))
+            paths.append(path)
         }
-        return read
+        guard !paths.isEmpty else { return nil }
+        let store = sourceStore
+        return { [paths] keys in
+            var lists = PrefetchedLists()
+            guard !keys.isEmpty else { return lists }
+            for path in paths {
+                let members = try store.orderedMembers(of: keys, relationship: path)
+                lists.members += members.reduce(0) { $0 + $1.keys.count }
+                lists.byRelationship[path] = Dictionary(uniqueKeysWithValues: zip(keys, members))
+            }
+            return lists
+        }
+    }
+
+    /// Makes `lists` (``prefetchRead(mapping:)``) the members phase 2 reads, in place of the last group's.
+    func usePrefetched(_ lists: PrefetchedLists) {
+        prefetched = lists.byRelationship
     }
 
     /// The members of a source object's to-many relationship: prefetched, or read now.
@@ -279,6 +298,22 @@ public final class MigrationContext {
             }
             return explicit[m.name]?[source.primaryKey] ?? []
         }
+    }
+
+    /// ``destinationKeys(for:mapping:)`` of many source objects, by any mapping: the mappings of
+    /// each run of keys of one entity are looked up once.
+    func destinationKeys(for keys: [ObjectKey]) -> [ObjectKey] {
+        // The destination entity where the source entity's only mapping is implicit (a key keeps its number).
+        var implicitInto = EntityMemo { entity -> String? in
+            guard let mappings = self.bySourceEntity[entity], mappings.count == 1, self.implicit.contains(mappings[0].name) else { return nil }
+            return mappings[0].destinationEntity
+        }
+        var result: [ObjectKey] = []
+        result.reserveCapacity(keys.count)
+        for key in keys {
+            if let into = implicitInto(key.entity) { result.append(ObjectKey(into, key.primaryKey)) } else { result += destinationKeys(for: key) }
+        }
+        return result
     }
 
     // MARK: Phase 1
@@ -416,11 +451,12 @@ public final class MigrationContext {
             case .value(nil): targets = []
             case .value(let v?): throw MigrationError(.expression, "\(destination.entity).\(name): the expression gave the value \(v), not objects",
                                                       mapping: mapping.name, phase: .createRelationships, sourceObject: source.key)
-            case .objects(let keys): targets = keys.flatMap { destinationKeys(for: $0) }
+            case .objects(let keys): targets = destinationKeys(for: keys)
             case .destinationObjects(let keys): targets = keys
             }
             var seen: Set<ObjectKey> = []
-            targets = targets.filter { seen.insert($0).inserted && (destinationModel.entity(named: $0.entity)?.isKind(of: relationship.destination) ?? false) }
+            var fits = EntityMemo { self.destinationModel.entity(named: $0)?.isKind(of: relationship.destination) ?? false }
+            targets = targets.filter { fits($0.entity) && seen.insert($0).inserted }
             // A to-many that became a to-one keeps its first object.
             if !relationship.isToMany { targets = Array(targets.prefix(1)) }
             result.append((name, targets, nil))

@@ -212,29 +212,46 @@ public final class MigrationManager: Sendable {
                                _ body: (ObjectRecord) throws -> Void) throws {
         // Phase 2 reads the records' to-many lists a group at a time (``ListGroup``).
         var group = ListGroup(batchSize: phase == .createRelationships ? batchSize : nil)
+        let (source, batchSize) = (context.sourceStore, batchSize)
         try forEachBatch(m, phase, context, read: { entity, after in
-            try context.sourceStore.scan(entity: entity, after: after, limit: batchSize)
-        }) { records in
-            var start = 0
-            while start < records.count {
+            try source.scan(entity: entity, after: after, limit: batchSize)
+        }, bounds: { ($0.count, $0.last?.key.primaryKey) }) { records in
+            // Each group's lists are read while the group before it is written.
+            let prefetch = phase == .createRelationships ? context.prefetchRead(mapping: m) : nil
+            func reading(from start: Int) -> (part: ArraySlice<ObjectRecord>, lists: ReadAhead<MigrationContext.PrefetchedLists>?) {
                 let part = records[start..<(start + Swift.min(records.count - start, group.size))]
+                guard let prefetch else { return (part, nil) }
+                let keys = part.map(\.key)
+                return (part, ReadAhead { try prefetch(keys) })
+            }
+            var next = records.isEmpty ? nil : reading(from: 0)
+            while let (part, lists) = next {
                 if phase == .createRelationships {
-                    let members = try step(m, phase, nil) { try context.prefetchRelationships(of: part, mapping: m) }
-                    group.read(rows: part.count, members: members)
+                    let read = try step(m, phase, nil) { try lists?.value() } ?? MigrationContext.PrefetchedLists()
+                    context.usePrefetched(read)
+                    group.read(rows: part.count, members: read.members)
                 }
-                for record in part {
-                    if let filter = m.sourceFilter {
-                        let keep = try step(m, phase, record.key) {
-                            try PredicateEvaluator.evaluate(filter, on: StoreSubject(record: record, store: context.sourceStore))
-                        }
-                        if !keep { continue }
-                    }
-                    try step(m, phase, record.key) { try body(record) }
+                next = part.endIndex < records.count ? reading(from: part.endIndex) : nil
+                do {
+                    try write(part)
+                } catch {
+                    _ = try? next?.lists?.value()
+                    throw error
                 }
-                start += part.count
             }
             try step(m, phase, nil) { try context.flush() }
-            return (records.count, records.last?.key.primaryKey)
+        }
+
+        func write(_ part: ArraySlice<ObjectRecord>) throws {
+            for record in part {
+                if let filter = m.sourceFilter {
+                    let keep = try step(m, phase, record.key) {
+                        try PredicateEvaluator.evaluate(filter, on: StoreSubject(record: record, store: context.sourceStore))
+                    }
+                    if !keep { continue }
+                }
+                try step(m, phase, record.key) { try body(record) }
+            }
         }
     }
 
@@ -270,9 +287,10 @@ public final class MigrationManager: Sendable {
         // Rows written at a time with their lists (``insertWhole(_:_:group:)``), carried from batch to batch.
         var group = ListGroup(batchSize: batchSize)
         try step(m, .createObjects, nil) { try context.flush() }
+        let (source, batchSize) = (context.sourceStore, batchSize)
         try forEachBatch(m, .createObjects, context, read: { entity, after in
-            try context.sourceStore.scanBatch(entity: entity, after: after, limit: batchSize)
-        }) { batch in
+            try source.scanBatch(entity: entity, after: after, limit: batchSize)
+        }, bounds: { ($0.count, $0.primaryKeys.last) }) { batch in
             let made: RecordBatch
             do {
                 made = try program.run(batch, context: context, failures: &failures)
@@ -285,7 +303,6 @@ public final class MigrationManager: Sendable {
                 // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
                 try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
             }
-            return (batch.count, batch.primaryKeys.last)
         }
         return failures
     }
@@ -313,24 +330,28 @@ public final class MigrationManager: Sendable {
     }
 
     /// The source entity of a mapping read in primary-key batches, with progress and
-    /// cancellation; `body` handles one batch and gives its size and last key.
-    private func forEachBatch<Batch>(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
-                                     read: (String, Int64?) throws -> Batch,
-                                     _ body: (Batch) throws -> (count: Int, last: Int64?)) throws {
+    /// cancellation; `bounds` gives a batch's size and last key. Each batch is read while `body`
+    /// handles the one before (``ReadAhead``).
+    private func forEachBatch<Batch: Sendable>(_ m: EntityMapping, _ phase: MigrationError.Phase, _ context: MigrationContext,
+                                               read: @escaping @Sendable (String, Int64?) throws -> Batch,
+                                               bounds: (Batch) -> (count: Int, last: Int64?),
+                                               _ body: (Batch) throws -> Void) throws {
         guard let entity = m.sourceEntity, sourceModel.entity(named: entity)?.isAbstract == false else { return }
         let total = try step(m, phase, nil) { try context.sourceStore.objectCount(exactly: entity) }
         var done = 0
-        var after: Int64?
         report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
-        while true {
+        var next: ReadAhead<Batch>? = ReadAhead { try read(entity, nil) }
+        while let reading = next {
             try checkCancelled(m, phase)
-            let batch = try step(m, phase, nil) { try read(entity, after) }
-            let (count, last) = try body(batch)
+            let batch = try step(m, phase, nil) { try reading.value() }
+            let (count, last) = bounds(batch)
+            next = count < batchSize ? nil : ReadAhead { try read(entity, last) }
+            // A batch read ahead is waited for even when this one fails: the source is not left
+            // being read when the migration gives up.
+            do { try body(batch) } catch { _ = try? next?.value(); throw error }
             guard count > 0 else { break }
             done += count
-            after = last
             report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: total))
-            if count < batchSize { break }
         }
     }
 

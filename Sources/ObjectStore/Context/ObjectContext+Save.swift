@@ -174,7 +174,7 @@ public enum ObjectValidator {
             broken.append((.maxValue, "\(value) is greater than the maximum \(max)"))
         }
         let length: Int? = switch value {
-        case .string(let s): s.count
+        case .string(let s) where rules.minLength != nil || rules.maxLength != nil: characterCount(s)
         case .data(let d): d.count
         default: nil
         }
@@ -217,6 +217,13 @@ public enum ObjectValidator {
             broken.append((.maxCount, "\(count) objects, more than the maximum \(relationship.maxCount)"))
         }
         return broken
+    }
+
+    /// A string's length in characters (grapheme clusters): its byte count where every byte is
+    /// ASCII and none a carriage return (which joins the line feed after it), without walking
+    /// the clusters.
+    private static func characterCount(_ s: String) -> Int {
+        s.utf8.contains { $0 >= 0x80 || $0 == 0x0D } ? s.count : s.utf8.count
     }
 
     private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {

@@ -44,19 +44,22 @@ extension ChangeSet {
         let given = givenRelationships
         var claims: [RelationshipSide: ObjectKey] = [:]
         var sets: [RelationshipSide: Set<ObjectKey>] = [:]   // a large to-many is searched once, not once per member
+        let givenNames = Set(given.keys.map(\.name))
         for (side, targets) in given.sorted(by: { ($0.key.key, $0.key.name) < ($1.key.key, $1.key.name) }) {
             guard let relationship = model.entity(named: side.key.entity)?.relationshipsByName[side.name],
                   let inverseName = relationship.inverse else { continue }
+            // Whether the targets' inverse is a to-one, by the targets' entity (nearly always one).
+            var inverseIsToOne = EntityMemo { model.entity(named: $0)?.relationshipsByName[inverseName].map { !$0.isToMany } ?? false }
             for target in targets {
                 let back = RelationshipSide(target, inverseName)
-                if let theirs = given[back] {
+                if givenNames.contains(inverseName), let theirs = given[back] {
                     if sets[back] == nil { sets[back] = Set(theirs) }
                     guard sets[back]!.contains(side.key) else {
                         throw StoreError(.invalidChange, "the change set's sides disagree: \(side.key).\(side.name) names \(target), "
                                          + "but \(target).\(inverseName) does not name \(side.key)")
                     }
                 }
-                guard let inverse = model.entity(named: target.entity)?.relationshipsByName[inverseName], !inverse.isToMany else { continue }
+                guard inverseIsToOne(target.entity) else { continue }
                 if let other = claims[back], other != side.key {
                     throw StoreError(.invalidChange, "the change set's sides disagree: \(other) and \(side.key) both name \(target), "
                                      + "whose \(inverseName) is to-one")

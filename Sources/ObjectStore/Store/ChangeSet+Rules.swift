@@ -122,9 +122,10 @@ extension ChangeSet {
         guard let relationship = entity.relationshipsByName[name], relationship.isToMany, !relationship.isTransient else {
             throw StoreError(.invalidChange, "\(key): no stored to-many relationship named \(name)")
         }
-        guard Set(targets).count == targets.count else {
+        guard !ObjectKey.hasDuplicates(targets) else {
             throw StoreError(.invalidChange, "\(key).\(name): an object appears twice")
         }
-        for target in targets { try ContractRule.target(target, of: relationship, from: key, model: model) }
+        var fits = EntityMemo { model.entity(named: $0)?.isKind(of: relationship.destination) == true }
+        for target in targets where !fits(target.entity) { try ContractRule.target(target, of: relationship, from: key, model: model) }
     }
 }
