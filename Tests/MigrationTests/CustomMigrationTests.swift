@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import ObjectMigration
 import ObjectModel
@@ -267,6 +268,33 @@ struct FailureTests {
         #expect(error.phase == .createObjects)
         #expect(error.sourceObject == ObjectKey("Contact", 2))
         #expect(error.description.contains("\"twelve\" is not an integer"))
+    }
+
+    @Test("a source row that cannot be read, in a batch read beside the writes of the one before: the read's error, in its place; nothing is left",
+          arguments: [1, 11])
+    func unreadableLaterBatch(_ batch: Int) throws {
+        let workspace = try Workspace()
+        let from = workspace.location("v1", "sqlite"), to = workspace.location("copy", "sqlite")
+        try makeStore("sqlite", at: from, model: contactV1, json: Self.bigData(300))
+        // Behind the store's back: an integer attribute holding bytes, in the batch of 25 numbered `batch`.
+        var db: OpaquePointer?
+        #expect(sqlite3_open(from.path, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "UPDATE ZCONTACT SET ZIDENTIFIER = x'00' WHERE Z_PK = \(batch * 25 + 10)", nil, nil, nil) == SQLITE_OK)
+        #expect(sqlite3_changes(db) == 1)
+        sqlite3_close(db)
+        let before = try workspace.snapshot()
+        let manager = MigrationManager(sourceModel: contactV1, destinationModel: contactV1, mapping: .identity(for: contactV1),
+                                       batchSize: 25, usesBulkCopy: false)
+        let error = try #require(throws: MigrationError.self) {
+            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("sqlite"))
+        }
+        #expect(error.phase == .createObjects)
+        #expect(error.mapping == "ContactToContact")
+        #expect(error.description.contains("\(batch * 25 + 10)"), "\(error)")
+        #expect(!Backends.type("sqlite").storeExists(at: to))
+        let after = try workspace.snapshot()
+        for (name, bytes) in before where !name.hasSuffix("-lock") { #expect(after[name] == bytes, "\(name) changed") }
+        #expect(Set(after.keys).subtracting(before.keys).isEmpty, "left behind: \(Set(after.keys).subtracting(before.keys))")
     }
 
     @Test("a validation failure in phase 3 lists the objects; nothing is left")

@@ -225,6 +225,7 @@ public final class MigrationManager: Sendable {
                 return (part, ReadAhead { try prefetch(keys) })
             }
             var next = records.isEmpty ? nil : reading(from: 0)
+            defer { _ = try? next?.lists?.value() }   // no read left running on the source
             while let (part, lists) = next {
                 if phase == .createRelationships {
                     let read = try step(m, phase, nil) { try lists?.value() } ?? MigrationContext.PrefetchedLists()
@@ -232,12 +233,7 @@ public final class MigrationManager: Sendable {
                     group.read(rows: part.count, members: read.members)
                 }
                 next = part.endIndex < records.count ? reading(from: part.endIndex) : nil
-                do {
-                    try write(part)
-                } catch {
-                    _ = try? next?.lists?.value()
-                    throw error
-                }
+                try write(part)
             }
             try step(m, phase, nil) { try context.flush() }
         }
@@ -341,14 +337,14 @@ public final class MigrationManager: Sendable {
         var done = 0
         report(MigrationProgress(mapping: m.name, phase: phase, completed: 0, total: total))
         var next: ReadAhead<Batch>? = ReadAhead { try read(entity, nil) }
+        // However the loop ends (a failure, a cancellation), no read is left running on the source.
+        defer { _ = try? next?.value() }
         while let reading = next {
             try checkCancelled(m, phase)
             let batch = try step(m, phase, nil) { try reading.value() }
             let (count, last) = bounds(batch)
             next = count < batchSize ? nil : ReadAhead { try read(entity, last) }
-            // A batch read ahead is waited for even when this one fails: the source is not left
-            // being read when the migration gives up.
-            do { try body(batch) } catch { _ = try? next?.value(); throw error }
+            try body(batch)
             guard count > 0 else { break }
             done += count
             report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: total))
