@@ -216,24 +216,14 @@ public final class MigrationManager: Sendable {
         try forEachBatch(m, phase, context, read: { entity, after in
             try source.scan(entity: entity, after: after, limit: batchSize)
         }, bounds: { ($0.count, $0.last?.key.primaryKey) }) { records in
-            // Each group's lists are read while the group before it is written.
             let prefetch = phase == .createRelationships ? context.prefetchRead(mapping: m) : nil
-            func reading(from start: Int) -> (part: ArraySlice<ObjectRecord>, lists: ReadAhead<MigrationContext.PrefetchedLists>?) {
-                let part = records[start..<(start + Swift.min(records.count - start, group.size))]
-                guard let prefetch else { return (part, nil) }
-                let keys = part.map(\.key)
-                return (part, ReadAhead { try prefetch(keys) })
-            }
-            var next = records.isEmpty ? nil : reading(from: 0)
-            defer { _ = try? next?.lists?.value() }   // no read left running on the source
-            while let (part, lists) = next {
-                if phase == .createRelationships {
-                    let read = try step(m, phase, nil) { try lists?.value() } ?? MigrationContext.PrefetchedLists()
-                    context.usePrefetched(read)
-                    group.read(rows: part.count, members: read.members)
+            try step(m, phase, nil) {
+                try group.forEachGroup(of: records.count, reading: prefetch.map { prefetch in
+                    { range in let keys = records[range].map(\.key); return { try prefetch(keys) } }
+                }, members: \.members) { range, lists in
+                    if phase == .createRelationships { context.usePrefetched(lists ?? MigrationContext.PrefetchedLists()) }
+                    try write(records[range])
                 }
-                next = part.endIndex < records.count ? reading(from: part.endIndex) : nil
-                try write(part)
             }
             try step(m, phase, nil) { try context.flush() }
         }
@@ -261,6 +251,26 @@ public final class MigrationManager: Sendable {
         init(batchSize: Int?) {
             self.batchSize = batchSize
             size = batchSize == nil ? Int.max : 16
+        }
+
+        /// Goes through `0..<count` a group at a time: `reading` gives, for a group, the read of its
+        /// lists, which runs on a thread of its own (``ReadAhead``) while `write` handles the group
+        /// before; the next group's size follows from the members (``read(rows:members:)``). No read
+        /// is left running when a write fails.
+        mutating func forEachGroup<Lists: Sendable>(of count: Int, reading: ((Range<Int>) -> @Sendable () throws -> Lists)?,
+                                                    members: (Lists) -> Int, _ write: (Range<Int>, Lists?) throws -> Void) throws {
+            func start(_ lower: Int) -> (range: Range<Int>, lists: ReadAhead<Lists>?) {
+                let range = lower..<(lower + Swift.min(count - lower, size))
+                return (range, reading.map { ReadAhead($0(range)) })
+            }
+            var next = count > 0 ? start(0) : nil
+            defer { _ = try? next?.lists?.value() }
+            while let (range, reading) = next {
+                let lists = try reading?.value()
+                read(rows: range.count, members: lists.map(members) ?? 0)
+                next = range.upperBound < count ? start(range.upperBound) : nil
+                try write(range, lists)
+            }
         }
 
         /// Sets the next size from the last group's rows and the members their lists held.
@@ -308,20 +318,15 @@ public final class MigrationManager: Sendable {
     private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout ListGroup) throws {
         let relationships = made.entity.storedRelationships.filter(\.isToMany).map(\.name)
         guard !relationships.isEmpty else { return try context.destinationStore.bulkInsert(made, checkingReferences: false) }
-        var start = 0
-        while start < made.count {
-            var part = made.rows(start..<(start + Swift.min(made.count - start, group.size)))
-            let keys = (0..<part.count).map(part.key(at:))
-            var members = 0
-            for name in relationships {
-                let lists = try context.sourceStore.orderedMembers(of: keys, relationship: name)
-                members += lists.reduce(0) { $0 + $1.keys.count }
-                part.setToMany(name, lists)
-            }
+        let source = context.sourceStore
+        try group.forEachGroup(of: made.count, reading: { range in
+            let keys = range.map(made.key(at:))
+            return { try relationships.map { try source.orderedMembers(of: keys, relationship: $0) } }
+        }, members: { $0.reduce(0) { $0 + $1.reduce(0) { $0 + $1.keys.count } } }) { range, lists in
+            var part = made.rows(range)
+            for (name, lists) in zip(relationships, lists ?? []) { part.setToMany(name, lists) }
             // Unchecked, as the record path's: the members keep their keys and are written by their own mappings.
             try context.destinationStore.bulkInsert(part, checkingReferences: false)
-            start += part.count
-            group.read(rows: part.count, members: members)
         }
     }
 
