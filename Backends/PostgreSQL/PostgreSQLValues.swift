@@ -97,7 +97,9 @@ enum PostgreSQLValues {
     private static let marker: Unicode.Scalar = "\u{FFFF}"
 
     static func escape(_ string: String) -> String {
-        guard string.unicodeScalars.contains(where: { $0 == "\u{0}" || $0 == marker }) else { return string }
+        // U+0000 is the byte 0x00, U+FFFF the bytes EF BF BF: a string with neither byte is looked at no closer.
+        guard anyByte(of: string, { $0 == 0x00 || $0 == 0xEF }),
+              string.unicodeScalars.contains(where: { $0 == "\u{0}" || $0 == marker }) else { return string }
         var escaped = String.UnicodeScalarView()
         escaped.append(marker)
         for scalar in string.unicodeScalars {
@@ -108,6 +110,12 @@ enum PostgreSQLValues {
             }
         }
         return String(escaped)
+    }
+
+    /// Whether some byte of the string's UTF-8 passes `test`, read from its contiguous storage.
+    @inline(__always)
+    static func anyByte(of string: String, _ test: (UInt8) -> Bool) -> Bool {
+        string.utf8.withContiguousStorageIfAvailable { $0.contains(where: test) } ?? string.utf8.contains(where: test)
     }
 
     static func unescape(_ stored: String) -> String {

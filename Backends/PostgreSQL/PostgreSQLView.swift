@@ -570,7 +570,7 @@ extension PostgreSQLView {
 
     /// A field of `COPY`'s text format: backslash, tab, newline and carriage return escaped.
     static func copyField(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
+        guard PostgreSQLValues.anyByte(of: text, { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -109,6 +109,8 @@ extension StoreConformance {
          "date": .date(Date.distantFuture), "flag": .boolean(false)],
         ["name": .string("unicode"), "string": .string("Zoë 👩‍👩‍👧 ∑ 日本語 \u{202E}rtl \u{0}nul"),
          "double": .double(-0.0), "float": .double(Double(Float.leastNonzeroMagnitude))],
+        // U+FFFF (PostgreSQL's marker), and characters whose UTF-8 begins as its does (fullwidth forms, EF BC A1).
+        ["name": .string("noncharacters"), "string": .string("\u{FFFF}\u{FFFF}0 ＡＢ \u{FFFE}\u{FFFF}\u{0}\t\\ \r\n")],
         ["name": .string("signed zeros"), "float": .double(-0.0), "date": .date(Date(timeIntervalSinceReferenceDate: -0.0)),
          "double": .double(.leastNonzeroMagnitude)],
         ["name": .string("nan date"), "date": .date(Date(timeIntervalSinceReferenceDate: .nan))],
