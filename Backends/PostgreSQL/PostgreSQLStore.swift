@@ -77,6 +77,30 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         /// For a store filled in one go: the order keys streamed batches' lists owe their members,
         /// by column, as (member's key, order key) (``applyOwedOrders(_:)``).
         var owedOrders: [OrderColumn: [(Int64, Int64)]] = [:]
+        /// For a store filled in one go: join-table rows streamed batches gave, by `COPY`
+        /// statement, sent once the rows' copy ends (``finishCopy(_:)``).
+        var spooled: [String: Spool] = [:]
+    }
+
+    /// Join-table rows kept aside in a temporary file, unlinked as soon as it is made (a killed
+    /// process leaves nothing), so that the open `COPY` of an entity's rows is not ended and
+    /// begun again for every batch to copy the batch's join rows: the server then stores the
+    /// rows while the next batch is read, and the join rows go in with one `COPY` a table.
+    private struct Spool {
+        let file: FileHandle
+        /// The entity whose lists the rows are (named when a pair is in twice).
+        let entity: EntityDescription
+
+        init(entity: EntityDescription) throws {
+            let url = FileManager.default.temporaryDirectory.appending(path: ".objectstore-join-rows-\(UUID().uuidString)")
+            guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                  let file = FileHandle(forUpdatingAtPath: url.path) else {
+                throw StoreError(.io, "cannot make a temporary file for join-table rows in \(url.deletingLastPathComponent().path)")
+            }
+            try? FileManager.default.removeItem(at: url)
+            self.file = file
+            self.entity = entity
+        }
     }
     /// Whether unchecked batches stream into one open `COPY`: a store filled in one go, durable at
     /// close and recording no history (a migration's or conversion's destination).
@@ -295,7 +319,13 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                     switch columns.toMany[name] {
                     case .joinTable(let table)? where lists.contains(where: { !$0.keys.isEmpty }):
                         let statement = "COPY \(location.qualified(table)) (owner, member, member_entity, position) FROM STDIN"
-                        try streamCopy(statement, of: batch.entity, connection) { try view.copyJoinRows(batch, lists, send: $0) }
+                        let spool = try state.withLock { state in
+                            if let spool = state.spooled[statement] { return spool }
+                            let spool = try Spool(entity: batch.entity)
+                            state.spooled[statement] = spool
+                            return spool
+                        }
+                        try view.copyJoinRows(batch, lists) { try spool.file.write(contentsOf: $0) }
                     case .inverseColumn(let table, _, _, let orderColumn?)?:
                         state.withLock { state in
                             for list in lists {
@@ -331,7 +361,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         do {
             try rows(connection.putCopyData)
         } catch {
-            state.withLock { $0.pendingCopy = nil }
+            // The batches' join rows kept aside go with their rows.
+            state.withLock { ($0.pendingCopy, $0.spooled) = (nil, [:]) }
             connection.abortCopy()
             try? connection.execute("ROLLBACK")
             throw error
@@ -411,21 +442,48 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         }
     }
 
-    /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one connection).
+    /// Ends the open `COPY` of ``stream(_:)``, if any, and commits it (on the store's one
+    /// connection); then copies the join-table rows its batches kept aside, a table at a time.
     private func finishCopy(_ connection: PGConnection) throws {
-        guard let pending = state.withLock({ state -> PendingCopy? in
-            defer { state.pendingCopy = nil }
-            return state.pendingCopy
-        }) else { return }
+        let (pending, spooled) = state.withLock { state in
+            defer { (state.pendingCopy, state.spooled) = (nil, [:]) }
+            return (state.pendingCopy, state.spooled)
+        }
+        if let pending {
+            try committing(connection, entity: pending.entity) {
+                try connection.endCopy()
+                let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
+                for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
+            }
+        }
+        for (statement, spool) in spooled.sorted(by: { $0.key < $1.key }) {
+            defer { try? spool.file.close() }
+            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            try committing(connection, entity: spool.entity) {
+                try checkStillTheStore(connection)
+                try spool.file.seek(toOffset: 0)
+                try connection.beginCopy(statement)
+                do {
+                    while let chunk = try spool.file.read(upToCount: 1 << 20), !chunk.isEmpty { try connection.putCopyData(chunk) }
+                } catch {
+                    connection.abortCopy()
+                    throw error
+                }
+                try connection.endCopy()
+            }
+        }
+    }
+
+    /// Runs `body` in the open transaction and commits it, or rolls it back; a key in use is named
+    /// for `entity`'s batches.
+    private func committing(_ connection: PGConnection, entity: EntityDescription, _ body: () throws -> Void) throws {
         do {
-            try connection.endCopy()
-            let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
-            for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
+            try body()
             try connection.execute("COMMIT")
         } catch {
             if connection.inTransaction { try? connection.execute("ROLLBACK") }
             if let error = error as? PostgreSQLError, error.sqlState == "23505" {
-                throw PostgreSQLView.keyInUse(pending.entity, error, location: location, since: "its batches sent since the last commit")
+                throw PostgreSQLView.keyInUse(entity, error, location: location, since: "its batches sent since the last commit")
             }
             throw error
         }
