@@ -42,7 +42,7 @@ public final class MigrationContext {
     /// Relationship mappings phase 2 leaves out, by mapping (``planPhaseTwo(foreignKeys:sharedManyToMany:)``).
     private var notInPhaseTwo: [String: Set<String>] = [:]
     /// The members of the source's to-many relationships that phase 2 of the current batch reads,
-    /// by relationship and source object (``prefetchRelationships(of:mapping:)``).
+    /// by relationship and source object (``usePrefetched(_:)``).
     private var prefetched: [String: [ObjectKey: OrderedMembers]] = [:]
 
     /// The to-many lists of a group of source objects, read at once (``prefetchRead(mapping:)``).
