@@ -100,6 +100,9 @@ struct PostgreSQLLayout: Sendable {
         let attributes: [String]
         /// A key column and an entity column per stored to-one, in slot order.
         let toOne: [(key: String, entity: String)]
+        /// Per stored to-one, in slot order, the column of the member's order key when its inverse
+        /// is an ordered to-many.
+        let toOneOrder: [String?]
         /// Stored to-many sides by name.
         let toMany: [String: ToMany]
     }
@@ -194,6 +197,9 @@ struct PostgreSQLLayout: Sendable {
                 let property = declaring(entity, relationship.name, attribute: false) + "\0r\0" + relationship.name
                 return (table.byProperty[property]!, table.byProperty[property + "\0entity"]!)
             }
+            let toOneOrder = entity.layout.toOne.map { relationship in
+                table.byProperty[declaring(entity, relationship.name, attribute: false) + "\0r\0" + relationship.name + "\0order"]
+            }
             var toMany: [String: ToMany] = [:]
             for relationship in entity.storedRelationships where relationship.isToMany {
                 let owner = declaring(entity, relationship.name, attribute: false)
@@ -210,7 +216,7 @@ struct PostgreSQLLayout: Sendable {
                 }
             }
             entities[entity.name] = EntityColumns(entity: entity, table: Self.identifier(entity.rootName), attributes: attributes,
-                                                  toOne: toOne, toMany: toMany)
+                                                  toOne: toOne, toOneOrder: toOneOrder, toMany: toMany)
         }
         self.entities = entities
 

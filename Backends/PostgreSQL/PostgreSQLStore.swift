@@ -75,8 +75,9 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         /// many there were when the table was last analyzed (``analyzeGrownJoinTables(_:)``).
         var joinTableRows: [String: (inserted: Int, analyzed: Int)] = [:]
         /// For a store filled in one go: the order keys streamed batches' lists owe their members,
-        /// by column, as (member's key, order key) (``applyOwedOrders(_:)``).
-        var owedOrders: [OrderColumn: [(Int64, Int64)]] = [:]
+        /// by column and member's key: taken by the member's row when it comes later, else written
+        /// once it is in (``applyOwedOrders(_:)``).
+        var owedOrders: [OrderColumn: [Int64: Int64]] = [:]
         /// For a store filled in one go: join-table rows streamed batches gave, by `COPY`
         /// statement, sent once the rows' copy ends (``finishCopy(_:)``).
         var spooled: [String: Spool] = [:]
@@ -307,14 +308,23 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             try PostgreSQLStoreType.mapping(location) {
-                try streamCopy(try view.copyStatement(batch), of: batch.entity, connection) { try view.copyRows(batch, send: $0) }
+                // A member's order key its owner's list gave already goes in with its row.
+                let columns = try view.columns(batch.entity.name)
+                let orderColumns = Array(Set(columns.toOneOrder.compactMap { $0 })).sorted()
+                let orders = state.withLock { state in
+                    orderColumns.map { column in
+                        batch.primaryKeys.map { state.owedOrders[OrderColumn(table: columns.table, column: column)]?.removeValue(forKey: $0) }
+                    }
+                }
+                try streamCopy(try view.copyStatement(batch, orders: orderColumns), of: batch.entity, connection) {
+                    try view.copyRows(batch, orders: orders, send: $0)
+                }
                 let root = batch.entity.rootName
                 state.withLock { state in
                     let highest = max(state.pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
                     state.pendingCopy?.highest[root] = highest
                     _ = state.loaded.insert(root)
                 }
-                let columns = try view.columns(batch.entity.name)
                 for (name, lists) in batch.toMany.sorted(by: { $0.key < $1.key }) {
                     switch columns.toMany[name] {
                     case .joinTable(let table)? where lists.contains(where: { !$0.keys.isEmpty }):
@@ -330,7 +340,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                         state.withLock { state in
                             for list in lists {
                                 for (member, orderKey) in zip(list.keys, list.orderKeys) {
-                                    state.owedOrders[OrderColumn(table: table, column: orderColumn), default: []].append((member.primaryKey, orderKey))
+                                    state.owedOrders[OrderColumn(table: table, column: orderColumn), default: [:]][member.primaryKey] = orderKey
                                 }
                             }
                         }
@@ -383,27 +393,28 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
             return state.owedOrders
         }
         guard !owed.isEmpty else { return }
-        var left: [OrderColumn: [(Int64, Int64)]] = [:]
+        var left: [OrderColumn: [Int64: Int64]] = [:]
         do {
             try PostgreSQLStoreType.transaction(connection, "BEGIN") {
-                for (place, pairs) in owed.sorted(by: { ($0.key.table, $0.key.column) < ($1.key.table, $1.key.column) }) {
+                for (place, orders) in owed.sorted(by: { ($0.key.table, $0.key.column) < ($1.key.table, $1.key.column) }) {
+                    let pairs = orders.sorted { $0.key < $1.key }
                     let quoted = PGConnection.quote(place.column)
                     for start in stride(from: 0, to: pairs.count, by: 50_000) {
                         let part = pairs[start..<min(pairs.count, start + 50_000)]
                         let written = try connection.query(
                             "UPDATE \(location.qualified(place.table)) AS t SET \(quoted) = x.o FROM unnest($1::bigint[], $2::bigint[]) AS x(m, o) "
                                 + "WHERE t.pk = x.m RETURNING t.pk",
-                            [.text(PostgreSQLView.array(part.map { String($0.0) })), .text(PostgreSQLView.array(part.map { String($0.1) }))])
+                            [.text(PostgreSQLView.array(part.map { String($0.key) })), .text(PostgreSQLView.array(part.map { String($0.value) }))])
                         let done = Set((0..<written.count).compactMap { written.int64($0, 0) })
-                        left[place, default: []] += part.filter { !done.contains($0.0) }
+                        for (member, order) in part where !done.contains(member) { left[place, default: [:]][member] = order }
                     }
                 }
             }
         } catch {
-            state.withLock { state in state.owedOrders.merge(owed) { $0 + $1 } }
+            state.withLock { state in state.owedOrders.merge(owed) { later, earlier in earlier.merging(later) { _, new in new } } }
             throw error
         }
-        state.withLock { state in state.owedOrders.merge(left.filter { !$0.value.isEmpty }) { $0 + $1 } }
+        state.withLock { state in state.owedOrders.merge(left) { later, earlier in earlier.merging(later) { _, new in new } } }
     }
 
     /// Runs `body` with a connection of the pool no other call has meanwhile.

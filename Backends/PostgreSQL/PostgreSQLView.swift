@@ -465,15 +465,17 @@ extension PostgreSQLView {
 
     /// The `COPY … FROM STDIN` statement of a batch of `entity`'s objects (one per entity: the
     /// entity's own columns of its root's table).
-    func copyStatement(_ batch: RecordBatch) throws -> String {
+    func copyStatement(_ batch: RecordBatch, orders: [String] = []) throws -> String {
         let columns = try columns(batch.entity.name)
         let names = ["pk", "entity", "version"] + columns.attributes.map(PGConnection.quote)
-            + columns.toOne.flatMap { [PGConnection.quote($0.key), PGConnection.quote($0.entity)] }
+            + columns.toOne.flatMap { [PGConnection.quote($0.key), PGConnection.quote($0.entity)] } + orders.map(PGConnection.quote)
         return "COPY \(location.qualified(columns.table)) (\(names.joined(separator: ", "))) FROM STDIN"
     }
 
-    /// The batch's rows in `COPY`'s text format, handed to `send` in chunks of about a megabyte.
-    func copyRows(_ batch: RecordBatch, send: (Data) throws -> Void) throws {
+    /// The batch's rows in `COPY`'s text format, handed to `send` in chunks of about a megabyte;
+    /// `orders` gives the values of the order columns the statement names after the to-ones
+    /// (``copyStatement(_:orders:)``), a list a column, a value or nil a row.
+    func copyRows(_ batch: RecordBatch, orders: [[Int64?]] = [], send: (Data) throws -> Void) throws {
         let layout = batch.layout
         let (width, links) = (layout.attributes.count, layout.toOne.count)
         let entity = Array(Self.copyField(batch.entity.name).utf8)
@@ -503,6 +505,10 @@ extension PostgreSQLView {
                 } else {
                     chunk.append(contentsOf: [0x5C, 0x4E, 0x09, 0x5C, 0x4E])
                 }
+            }
+            for column in orders {
+                chunk.append(0x09)
+                if let order = column[row] { Self.appendInteger(order, to: &chunk) } else { chunk.append(contentsOf: [0x5C, 0x4E]) }
             }
             chunk.append(0x0A)
             if chunk.count >= 1 << 20 {

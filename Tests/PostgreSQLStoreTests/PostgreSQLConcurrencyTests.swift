@@ -128,6 +128,32 @@ struct PostgreSQLConcurrencyTests {
         #expect(spools.isEmpty, "\(spools)")
     }
 
+    @Test("a store filled in one go writes an ordered list's order keys into its members' rows: with the row when the owner came first, after when the member did",
+          arguments: [true, false])
+    func streamedOrderKeys(_ ownersFirst: Bool) throws {
+        let url = try PostgreSQLTestServer.location()
+        defer { try? PostgreSQLStoreType().destroy(at: url) }
+        let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false))
+        defer { try? store.close() }
+        var playlists = RecordBatch(entity: model.entity(named: "Playlist")!)
+        for key in [1, 2] as [Int64] { playlists[playlists.appendRow(primaryKey: key), attribute: 0] = .string("list \(key)") }
+        playlists.setToMany("tracks", [OrderedMembers(keys: [3, 1].map { ObjectKey("Track", $0) }, orderKeys: [1024, 2048]),
+                                       OrderedMembers(keys: [2].map { ObjectKey("Track", $0) }, orderKeys: [7])])
+        var tracks = RecordBatch(entity: model.entity(named: "Track")!)
+        let slot = try #require(tracks.entity.layout.toOne.firstIndex { $0.name == "playlist" })
+        for (key, list) in [(1, 1), (2, 2), (3, 1), (4, 0)] as [(Int64, Int64)] {
+            let row = tracks.appendRow(primaryKey: key)
+            tracks[row, attribute: 0] = .string("track \(key)")
+            if list > 0 { tracks[row, toOne: slot] = ObjectKey("Playlist", list) }
+        }
+        for batch in ownersFirst ? [playlists, tracks] : [tracks, playlists] { try store.bulkInsert(batch, checkingReferences: false) }
+        #expect(try store.orderedMembers(of: ObjectKey("Playlist", 1), relationship: "tracks").keys == [3, 1].map { ObjectKey("Track", $0) })
+        try store.close()
+        let schema = url.absoluteString.components(separatedBy: "schema=")[1]
+        #expect(try PostgreSQLTestServer.psql("SELECT pk, playlist, playlist_order FROM \"\(schema)\".\"Track\" ORDER BY pk")
+                == "1|1|2048\n2|2|7\n3|1|1024\n4||\n")
+    }
+
     @Test("an update that keeps versions writes a value equal to the stored one but stored otherwise (a decomposed é): the row holds the new bytes")
     func equalButOtherValuesAreWritten() throws {
         let url = try PostgreSQLTestServer.location()

@@ -391,8 +391,16 @@ public final class MigrationManager: Sendable {
         // whole in phase 1, each side as the source holds it: nothing is left for phase 2.
         let wholeRows = copiesAsIs && (destination as? any WholeRowInserting)?.insertsWholeRows == true
         if wholeRows { logger.debug("whole rows: every object is written once, with its to-many lists; no phase 2") }
-        // Phase 1: mappings that keep keys go first, then those that allocate new ones.
-        for m in mappings.filter({ context.keepsKeys($0) }) + mappings.filter({ !context.keepsKeys($0) }) {
+        // Phase 1: mappings that keep keys go first, then those that allocate new ones. Written whole,
+        // the owners of ordered lists their members hold the inverse of go before the rest, so that
+        // a store keeping a member's order key in its row has it when the member comes.
+        let ownersFirst = wholeRows ? mappings.filter { m in
+            m.destinationEntity.flatMap { destinationModel.entity(named: $0) }?.storedRelationships.contains { r in
+                r.isToMany && r.isOrdered && r.inverse.flatMap { destinationModel.entity(named: r.destination)?.relationshipsByName[$0] }?.isToMany == false
+            } == true
+        } : []
+        let ordered = ownersFirst + mappings.filter { m in !ownersFirst.contains { $0.name == m.name } }
+        for m in ordered.filter({ context.keepsKeys($0) }) + ordered.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
             if let program = SlotProgram(m, context: context) {
                 attributeFailures[program.destination.name, default: []] += try createObjects(program, context, wholeRows: wholeRows)
