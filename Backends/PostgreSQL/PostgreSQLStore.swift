@@ -113,6 +113,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         let statement: String
         let entity: EntityDescription
         var highest: [String: Int64] = [:]
+        /// The owed order keys its rows took (``stream(_:)``): owed again if the copy fails.
+        var takenOrders: [OrderColumn: [Int64: Int64]] = [:]
     }
 
     init(location: PostgreSQLLocation, model: ManagedObjectModel, options: StoreOptions) throws {
@@ -316,9 +318,19 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                         batch.primaryKeys.map { state.owedOrders[OrderColumn(table: columns.table, column: column)]?.removeValue(forKey: $0) }
                     }
                 }
-                try streamCopy(try view.copyStatement(batch, orders: orderColumns), of: batch.entity, connection) {
-                    try view.copyRows(batch, orders: orders, send: $0)
+                var taken: [OrderColumn: [Int64: Int64]] = [:]
+                for (column, values) in zip(orderColumns, orders) {
+                    for (key, order) in zip(batch.primaryKeys, values) { if let order { taken[OrderColumn(table: columns.table, column: column), default: [:]][key] = order } }
                 }
+                do {
+                    try streamCopy(try view.copyStatement(batch, orders: orderColumns), of: batch.entity, connection) {
+                        try view.copyRows(batch, orders: orders, send: $0)
+                    }
+                } catch {
+                    state.withLock { Self.oweAgain(taken, in: &$0) }
+                    throw error
+                }
+                state.withLock { $0.pendingCopy?.takenOrders.merge(taken) { $0.merging($1) { _, new in new } } }
                 let root = batch.entity.rootName
                 state.withLock { state in
                     let highest = max(state.pendingCopy?.highest[root] ?? 0, batch.primaryKeys.max() ?? 0)
@@ -329,13 +341,26 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                     switch columns.toMany[name] {
                     case .joinTable(let table)? where lists.contains(where: { !$0.keys.isEmpty }):
                         let statement = "COPY \(location.qualified(table)) (owner, member, member_entity, position) FROM STDIN"
-                        let spool = try state.withLock { state in
+                        let spool = state.withLock { state -> Spool? in
                             if let spool = state.spooled[statement] { return spool }
-                            let spool = try Spool(entity: batch.entity)
+                            let spool = try? Spool(entity: batch.entity)
                             state.spooled[statement] = spool
                             return spool
                         }
-                        try view.copyJoinRows(batch, lists) { try spool.file.write(contentsOf: $0) }
+                        guard let spool else {
+                            // No temporary file to be had: the join rows go by a COPY of their own, as the rows' ends.
+                            try streamCopy(statement, of: batch.entity, connection) { try view.copyJoinRows(batch, lists, send: $0) }
+                            continue
+                        }
+                        try view.copyJoinRows(batch, lists) { chunk in
+                            do {
+                                try spool.file.write(contentsOf: chunk)
+                            } catch {
+                                throw StoreError(.io, "cannot keep the \(batch.entity.name) batch's join-table rows aside in a temporary file "
+                                                 + "(\(FileManager.default.temporaryDirectory.path); TMPDIR names another): \(error.localizedDescription)",
+                                                 url: location.url)
+                            }
+                        }
                     case .inverseColumn(let table, _, _, let orderColumn?)?:
                         state.withLock { state in
                             for list in lists {
@@ -371,8 +396,11 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         do {
             try rows(connection.putCopyData)
         } catch {
-            // The batches' join rows kept aside go with their rows.
-            state.withLock { ($0.pendingCopy, $0.spooled) = (nil, [:]) }
+            // The batches' join rows kept aside go with their rows; the order keys they took are owed again.
+            state.withLock { state in
+                if let taken = state.pendingCopy?.takenOrders { Self.oweAgain(taken, in: &state) }
+                (state.pendingCopy, state.spooled) = (nil, [:])
+            }
             connection.abortCopy()
             try? connection.execute("ROLLBACK")
             throw error
@@ -461,16 +489,25 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
             return (state.pendingCopy, state.spooled)
         }
         if let pending {
-            try committing(connection, entity: pending.entity) {
-                try connection.endCopy()
-                let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
-                for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
+            do {
+                try committing(connection, { PostgreSQLView.keyInUse(pending.entity, $0, location: location, since: "its batches sent since the last commit") }) {
+                    try connection.endCopy()
+                    let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
+                    for (root, highest) in pending.highest.sorted(by: { $0.key < $1.key }) { try view.moveKeyCounter(root, past: highest) }
+                }
+            } catch {
+                state.withLock { Self.oweAgain(pending.takenOrders, in: &$0) }
+                throw error
             }
         }
         for (statement, spool) in spooled.sorted(by: { $0.key < $1.key }) {
             defer { try? spool.file.close() }
             try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            try committing(connection, entity: spool.entity) {
+            let pairTwice = { (error: PostgreSQLError) in
+                StoreError(.invalidChange, "cannot insert the join-table rows of the \(spool.entity.name) batches: an object lists a member twice "
+                           + "(\(error.detail ?? error.message)); the objects are in, none of these rows", url: self.location.url, cause: error)
+            }
+            try committing(connection, pairTwice) {
                 try checkStillTheStore(connection)
                 try spool.file.seek(toOffset: 0)
                 try connection.beginCopy(statement)
@@ -485,19 +522,22 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         }
     }
 
-    /// Runs `body` in the open transaction and commits it, or rolls it back; a key in use is named
-    /// for `entity`'s batches.
-    private func committing(_ connection: PGConnection, entity: EntityDescription, _ body: () throws -> Void) throws {
+    /// Runs `body` in the open transaction and commits it, or rolls it back; a key in use is the
+    /// error `keyInUse` makes of it.
+    private func committing(_ connection: PGConnection, _ keyInUse: (PostgreSQLError) -> StoreError, _ body: () throws -> Void) throws {
         do {
             try body()
             try connection.execute("COMMIT")
         } catch {
             if connection.inTransaction { try? connection.execute("ROLLBACK") }
-            if let error = error as? PostgreSQLError, error.sqlState == "23505" {
-                throw PostgreSQLView.keyInUse(entity, error, location: location, since: "its batches sent since the last commit")
-            }
+            if let error = error as? PostgreSQLError, error.sqlState == "23505" { throw keyInUse(error) }
             throw error
         }
+    }
+
+    /// Owes `taken` order keys again (a copy that took them failed), keeping any owed since.
+    private static func oweAgain(_ taken: [OrderColumn: [Int64: Int64]], in state: inout State) {
+        state.owedOrders.merge(taken) { owed, taken in owed.merging(taken) { since, _ in since } }
     }
 
     /// Runs inside ``write(_:)``.

@@ -67,10 +67,11 @@ struct SQLiteExternalData: Sendable {
     static func sharingStores(_ url: URL) -> [URL] {
         let folder = supportFolder(for: url), directory = url.deletingLastPathComponent()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
-        // A store that shares the folder has a name that begins with the folder's: the names of
-        // a crowded directory are told apart as strings before any is made a URL.
-        let stem = supportStem(for: url)
-        return names.filter { $0.hasPrefix(stem) }.sorted().compactMap { name -> URL? in
+        // A store that shares the folder has a name whose bytes begin with the folder's: the names
+        // of a crowded directory are told apart so before any is made a URL (by bytes, not
+        // characters: a name may end in a character that joins the next into one).
+        let stem = Array(supportStem(for: url).utf8)
+        return names.filter { $0.utf8.starts(with: stem) }.sorted().compactMap { name -> URL? in
             guard name != url.lastPathComponent, !["-wal", "-shm", "-journal"].contains(where: name.hasSuffix) else { return nil }
             let other = directory.appending(path: name)
             guard supportFolder(for: other) == folder, let handle = FileHandle(forReadingAtPath: other.path) else { return nil }

@@ -35,6 +35,20 @@ struct StoreBoundaryTests {
         #expect(export.status == 0 && export.stdout.contains(bytes.base64EncodedString()))
     }
 
+    @Test("a name that ends in a character joining what follows (U+0600, U+06DD) still shares the folder: the second store is not made",
+          arguments: ["x\u{0600}", "\u{06DD}"])
+    func sharedSupportFolderOtherNames(_ stem: String) throws {
+        let otherStem = stem
+        let workspace = try Workspace()
+        let model = try workspace.write(RealStoreFeatureCommandTests.model, to: "Books.xcdatamodel/contents")
+        let data = try workspace.write(#"{"Book": [{"_id": "b", "title": "one"}]}"#, to: "books.json")
+        #expect(try CLI.run("import", workspace.url.appending(path: stem + ".sqlite").path, data, "--model", model).status == 0)
+        let other = workspace.url.appending(path: otherStem + ".db").path
+        let result = try CLI.run("import", other, data, "--model", model, "--type", "sqlite")
+        #expect(result.status == 1 && result.stderr.contains("_SUPPORT"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: other))
+    }
+
     @Test("a pair made before that shares the folder: destroying one leaves the folder, and the other's values, alone")
     func destroyLeavesSharedFolder() throws {
         let workspace = try Workspace()

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ObjectMigration
 import ObjectModel
@@ -64,6 +65,35 @@ struct ConversionTests {
         let metadata = try Backends.type(destination).readMetadata(at: to)
         #expect(metadata.versionHashes == model.versionHashes)
         #expect(try metadata.embeddedModel() == model)
+    }
+
+    @Test("150 migrations at once, each started on a thread of the shared pool and reading its source ahead: every one ends, exports right")
+    func manyAtOnceOnTheSharedPool() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let from = workspace.location("source", "sqlite")
+        try makeStore("sqlite", at: from, model: model, json: conformanceData)
+        let expected = try export("sqlite", at: from, model: model)
+        let count = 150
+        let group = DispatchGroup()
+        let failures = Mutex<[String]>([])
+        for i in 0..<count {
+            let to = workspace.location("copy\(i)", "memory")
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), batchSize: 1, usesBulkCopy: false)
+                    try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type("memory"))
+                    if try export("memory", at: to, model: model) != expected { failures.withLock { $0.append("\(i): another export") } }
+                } catch {
+                    failures.withLock { $0.append("\(i): \(error)") }
+                }
+            }
+        }
+        // When the reads went to the same pool, the migrations held its threads waiting for reads
+        // that had none; the pool added about a thread a second (64 migrations took 64 s, found by
+        // review with 16 on another pool's limits: a hang). With a thread a read, about two seconds.
+        #expect(group.wait(timeout: .now() + 100) == .success, "the migrations did not all end")
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
     }
 
     @Test("the coordinator converts a store like migratePersistentStore, keeping custom metadata and key counters")
