@@ -137,6 +137,26 @@ struct ModelLoadingTests {
         #expect(try ModelLoader.load(at: folder.url.appending(path: bundle)).currentName == "App 10")
     }
 
+    @Test("a date's bounds as Xcode writes them (seconds since 2001 in minDateTimeInterval and maxDateTimeInterval) are read, and written back so")
+    func dateBounds() throws {
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+            <entity name="Event"><attribute name="when" attributeType="Date" minDateTimeInterval="0" maxDateTimeInterval="86400.5"/></entity>
+            </model>
+            """
+        let folder = FileManager.default.temporaryDirectory.appending(path: "date-bounds-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appending(path: "Events.xcdatamodel"), withIntermediateDirectories: true)
+        try Data(xml.utf8).write(to: folder.appending(path: "Events.xcdatamodel/contents"))
+        let model = try ModelLoader.load(at: folder.appending(path: "Events.xcdatamodel")).current
+        let rules = try #require(model.entity(named: "Event")?.attributesByName["when"]).validation
+        #expect(rules.minValue == .date(Date(timeIntervalSinceReferenceDate: 0)))
+        #expect(rules.maxValue == .date(Date(timeIntervalSinceReferenceDate: 86400.5)))
+        let written = XcodeModelWriter.contents(of: model)
+        #expect(written.contains(#"minDateTimeInterval="0.0""#) && written.contains(#"maxDateTimeInterval="86400.5""#) && !written.contains("minValueString"), "\(written)")
+    }
+
     @Test("Xcode's naming order")
     func xcodeOrder() {
         #expect(ModelVersions.xcodeOrder(["M 10", "M", "M 2", "Other", "M 9"]) == ["M", "M 2", "M 9", "M 10", "Other"])

@@ -138,8 +138,12 @@ package enum XcodeModelReader {
                     rules.minLength = a["minValueString"].flatMap { Int($0) }
                     rules.maxLength = a["maxValueString"].flatMap { Int($0) }
                 } else {
-                    rules.minValue = a["minValueString"].flatMap(type.parseValue)
-                    rules.maxValue = a["maxValueString"].flatMap(type.parseValue)
+                    // Xcode keeps a date's bounds as seconds since 2001 in attributes of their own.
+                    func seconds(_ text: String?) -> Value? {
+                        text.flatMap(Double.init).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+                    }
+                    rules.minValue = a["minValueString"].flatMap(type.parseValue) ?? (type == .date ? seconds(a["minDateTimeInterval"]) : nil)
+                    rules.maxValue = a["maxValueString"].flatMap(type.parseValue) ?? (type == .date ? seconds(a["maxDateTimeInterval"]) : nil)
                 }
                 rules.pattern = a["regularExpressionString"]
                 var defaultValue: Value?

@@ -73,7 +73,12 @@ public enum XcodeModelWriter {
         let rules = attribute.validation
         let limits = type == .string || type == .binaryData
             ? (rules.minLength.map(String.init), rules.maxLength.map(String.init))
-            : (rules.minValue.map(text), rules.maxValue.map(text))
+            : type == .date ? (nil, nil) : (rules.minValue.map(text), rules.maxValue.map(text))
+        // Xcode keeps a date's bounds, as its default, as seconds since 2001 in attributes of their own.
+        func seconds(_ value: Value?) -> String? {
+            if case .date(let date)? = value { String(date.timeIntervalSinceReferenceDate) } else { nil }
+        }
+        let dateLimits = type == .date ? [("minDateTimeInterval", seconds(rules.minValue)), ("maxDateTimeInterval", seconds(rules.maxValue))] : []
         var defaults: [(String, String?)] = []
         if let value = attribute.defaultValue {
             // Xcode keeps a date's default as seconds since 2001 in its own attribute.
@@ -83,8 +88,8 @@ public enum XcodeModelWriter {
         let head = "        <attribute" + attributes([
             ("name", attribute.name), ("optional", attribute.isOptional ? "YES" : nil),
             ("transient", attribute.isTransient ? "YES" : nil), ("attributeType", type.modelName),
-            ("minValueString", limits.0), ("maxValueString", limits.1), ("regularExpressionString", rules.pattern),
-        ] + defaults + [
+            ("minValueString", limits.0), ("maxValueString", limits.1),
+        ] + dateLimits + [("regularExpressionString", rules.pattern)] + defaults + [
             ("valueTransformerName", attribute.valueTransformerName),
             ("allowsExternalBinaryDataStorage", attribute.allowsExternalBinaryDataStorage ? "YES" : nil),
             ("preserveAfterDeletion", attribute.preservesValueInHistoryOnDeletion ? "YES" : nil),
