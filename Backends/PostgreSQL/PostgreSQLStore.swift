@@ -313,14 +313,16 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                 // A member's order key its owner's list gave already goes in with its row.
                 let columns = try view.columns(batch.entity.name)
                 let orderColumns = Array(Set(columns.toOneOrder.compactMap { $0 })).sorted()
+                var taken: [OrderColumn: [Int64: Int64]] = [:]
                 let orders = state.withLock { state in
                     orderColumns.map { column in
-                        batch.primaryKeys.map { state.owedOrders[OrderColumn(table: columns.table, column: column)]?.removeValue(forKey: $0) }
+                        let place = OrderColumn(table: columns.table, column: column)
+                        return batch.primaryKeys.map { key in
+                            let order = state.owedOrders[place]?.removeValue(forKey: key)
+                            if let order { taken[place, default: [:]][key] = order }
+                            return order
+                        }
                     }
-                }
-                var taken: [OrderColumn: [Int64: Int64]] = [:]
-                for (column, values) in zip(orderColumns, orders) {
-                    for (key, order) in zip(batch.primaryKeys, values) { if let order { taken[OrderColumn(table: columns.table, column: column), default: [:]][key] = order } }
                 }
                 do {
                     try streamCopy(try view.copyStatement(batch, orders: orderColumns), of: batch.entity, connection) {
@@ -439,10 +441,10 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                 }
             }
         } catch {
-            state.withLock { state in state.owedOrders.merge(owed) { later, earlier in earlier.merging(later) { _, new in new } } }
+            state.withLock { Self.oweAgain(owed, in: &$0) }
             throw error
         }
-        state.withLock { state in state.owedOrders.merge(left) { later, earlier in earlier.merging(later) { _, new in new } } }
+        state.withLock { Self.oweAgain(left, in: &$0) }
     }
 
     /// Runs `body` with a connection of the pool no other call has meanwhile.
@@ -535,7 +537,8 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         }
     }
 
-    /// Owes `taken` order keys again (a copy that took them failed), keeping any owed since.
+    /// Owes `taken` order keys again (a copy or an update that took them failed, or found members
+    /// not in yet), keeping any owed since.
     private static func oweAgain(_ taken: [OrderColumn: [Int64: Int64]], in state: inout State) {
         state.owedOrders.merge(taken) { owed, taken in owed.merging(taken) { since, _ in since } }
     }

@@ -13,6 +13,11 @@ import TestSupport
 struct PostgreSQLConcurrencyTests {
     let model = StoreConformance.model
 
+    /// A store filled in one go (a conversion's destination: durable at close, no history), which streams its batches.
+    func openFilledInOneGo(_ url: URL) throws -> any PersistentStore {
+        try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false))
+    }
+
     @Test("a save over an object another connection changed fails with a conflict naming it; the other write is kept")
     func staleSaveIsAConflict() throws {
         let url = try PostgreSQLTestServer.location()
@@ -78,7 +83,7 @@ struct PostgreSQLConcurrencyTests {
     func streamedBatchRefusedLate() throws {
         let url = try PostgreSQLTestServer.location()
         defer { try? PostgreSQLStoreType().destroy(at: url) }
-        let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false))
+        let store = try openFilledInOneGo(url)
         defer { try? store.close() }
         func pets(_ keys: [Int64]) -> RecordBatch {
             var batch = RecordBatch(entity: model.entity(named: "Pet")!)
@@ -100,7 +105,7 @@ struct PostgreSQLConcurrencyTests {
     func streamedJoinRows() throws {
         let url = try PostgreSQLTestServer.location()
         defer { try? PostgreSQLStoreType().destroy(at: url) }
-        let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false))
+        let store = try openFilledInOneGo(url)
         defer { try? store.close() }
         var tags = RecordBatch(entity: model.entity(named: "Tag")!)
         for key in [1, 2, 3] as [Int64] { tags[tags.appendRow(primaryKey: key), attribute: 0] = .string("tag \(key)") }
@@ -133,7 +138,7 @@ struct PostgreSQLConcurrencyTests {
     func streamedOrderKeys(_ ownersFirst: Bool) throws {
         let url = try PostgreSQLTestServer.location()
         defer { try? PostgreSQLStoreType().destroy(at: url) }
-        let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions(deferredDurability: true, recordsHistory: false))
+        let store = try openFilledInOneGo(url)
         defer { try? store.close() }
         var playlists = RecordBatch(entity: model.entity(named: "Playlist")!)
         for key in [1, 2] as [Int64] { playlists[playlists.appendRow(primaryKey: key), attribute: 0] = .string("list \(key)") }

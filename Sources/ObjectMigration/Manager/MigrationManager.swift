@@ -394,12 +394,12 @@ public final class MigrationManager: Sendable {
         // Phase 1: mappings that keep keys go first, then those that allocate new ones. Written whole,
         // the owners of ordered lists their members hold the inverse of go before the rest, so that
         // a store keeping a member's order key in its row has it when the member comes.
-        let ownersFirst = wholeRows ? mappings.filter { m in
+        func ownsOrderedList(_ m: EntityMapping) -> Bool {
             m.destinationEntity.flatMap { destinationModel.entity(named: $0) }?.storedRelationships.contains { r in
                 r.isToMany && r.isOrdered && r.inverse.flatMap { destinationModel.entity(named: r.destination)?.relationshipsByName[$0] }?.isToMany == false
             } == true
-        } : []
-        let ordered = ownersFirst + mappings.filter { m in !ownersFirst.contains { $0.name == m.name } }
+        }
+        let ordered = wholeRows ? mappings.filter(ownsOrderedList) + mappings.filter { !ownsOrderedList($0) } : mappings
         for m in ordered.filter({ context.keepsKeys($0) }) + ordered.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
             if let program = SlotProgram(m, context: context) {
