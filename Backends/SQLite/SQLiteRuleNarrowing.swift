@@ -4,10 +4,9 @@ import ObjectStore
 
 extension SQLiteStore: RuleNarrowing {
     /// One SELECT per page: the rows whose columns are NULL where a value is required, out of
-    /// bounds, out of length, or of a storage class the attribute's type does not give. String
-    /// lengths are counted in characters (grapheme clusters), which SQLite does not count: where a
-    /// minimum length above 1 applies, text with other than ASCII, or with a carriage return, is
-    /// always given, and checked by the caller.
+    /// bounds, out of length, not matching a pattern, or of a storage class the attribute's type
+    /// does not give. Lengths and patterns of text are judged by the validator's own rules, called
+    /// from SQL (``SQLiteFunctions``), so no row that obeys every rule is given.
     public func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],
@@ -23,7 +22,7 @@ extension SQLiteStore: RuleNarrowing {
     static func ruleCondition(_ entity: EntityDescription, columns: [String: String]) -> String? {
         var conditions: [String] = []
         for attribute in entity.layout.attributes where !attribute.isOptional || attribute.validation != ValidationRules() {
-            guard let name = columns[attribute.name], attribute.validation.pattern == nil else { return nil }
+            guard let name = columns[attribute.name] else { return nil }
             let c = "t.\(quote(name))"
             let rules = attribute.validation
             let classes: [String]
@@ -55,18 +54,22 @@ extension SQLiteStore: RuleNarrowing {
                 }
             }
             if let range = outside(c, bounds[0], bounds[1]) { conditions.append(range) }
-            // Bounds on the length in bytes, which SQLite knows without counting characters. A
-            // string has no more characters than bytes, and none only when it has no bytes: a
-            // maximum, or a minimum of 1, is told by the bytes alone. A larger minimum may be broken
-            // by text of more bytes than characters: anything but ASCII, and CR LF (one character),
-            // are given too (NUL included: SQLite's `length` stops there).
+            // Lengths: data in bytes, text in characters as the validator counts them. A string
+            // has no more characters than bytes, and none only when it has no bytes: a maximum the
+            // bytes keep, and a minimum of 1, need no count.
             let bytes = "length(CAST(\(c) AS BLOB))"
-            if let range = outside(bytes, rules.minLength.map(String.init), rules.maxLength.map(String.init)) { conditions.append(range) }
             if attribute.type == .string, let min = rules.minLength, min > 1 {
-                // Where the length in bytes must be `min` exactly (the term above), text of as many
-                // characters as bytes has `min` characters.
-                conditions.append("length(\(c)) != \(rules.maxLength == min ? String(min) : bytes)")
-                conditions.append("instr(\(c), char(13)) > 0")
+                conditions.append(outside("\(SQLiteFunctions.characterCount)(\(c))", String(min), rules.maxLength.map(String.init))!)
+            } else if attribute.type == .string {
+                if let min = rules.minLength { conditions.append("\(bytes) < \(min)") }
+                if let max = rules.maxLength { conditions.append("(\(bytes) > \(max) AND \(SQLiteFunctions.characterCount)(\(c)) > \(max))") }
+            } else if let range = outside(bytes, rules.minLength.map(String.init), rules.maxLength.map(String.init)) {
+                conditions.append(range)
+            }
+            if let pattern = rules.pattern {
+                // A pattern that is not a regular expression is broken by every value: not narrowed.
+                guard attribute.type == .string, !pattern.contains("\0"), (try? WholeMatch.matcher(for: pattern)) != nil else { return nil }
+                conditions.append("\(SQLiteFunctions.patternMatch)(\(c), '\(pattern.replacingOccurrences(of: "'", with: "''"))') = 0")
             }
         }
         return conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")

@@ -219,11 +219,16 @@ public enum ObjectValidator {
         return broken
     }
 
-    /// A string's length in characters (grapheme clusters): its byte count where every byte is
-    /// ASCII and none a carriage return (which joins the line feed after it), without walking
-    /// the clusters.
+    /// A string's length in characters (grapheme clusters), as length rules count it.
     private static func characterCount(_ s: String) -> Int {
-        s.utf8.contains { $0 >= 0x80 || $0 == 0x0D } ? s.count : s.utf8.count
+        s.utf8.withContiguousStorageIfAvailable(characterCount(utf8:)) ?? s.count
+    }
+
+    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`: its byte
+    /// count where every byte is ASCII and none a carriage return (which joins the line feed
+    /// after it), without walking the clusters.
+    package static func characterCount(utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        utf8.contains { $0 >= 0x80 || $0 == 0x0D } ? String(decoding: utf8, as: UTF8.self).count : utf8.count
     }
 
     private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {
