@@ -69,11 +69,17 @@ extension SQLiteStore: BulkCopying {
         }
         defer { try? withReader { try $0.connection.execute("DETACH DATABASE \(Self.attached)") } }
         let sourceExternal = (source as! SQLiteStore).external
-        let queries = narrowing.compactMap { entity -> (entity: String, sql: String)? in
+        // One scan per table, for every entity it holds: the rows that may break their entity's rules.
+        let judged = narrowing.compactMap { entity -> (table: String, number: Int, entity: String, condition: String)? in
             guard let description = model.entity(named: entity), let mapping = schema.entities[entity],
                   let condition = Self.ruleCondition(description, columns: mapping.attributes) else { return nil }
-            return (entity, "SELECT t.Z_PK FROM \(quote(mapping.table)) t WHERE +t.Z_ENT = \(mapping.number) AND (\(condition)) "
-                    + "ORDER BY t.Z_PK LIMIT \(SourceNarrowing.most + 1)")
+            return (mapping.table, mapping.number, entity, condition)
+        }
+        let queries = Dictionary(grouping: judged, by: \.table).sorted { $0.key < $1.key }.map { table, held in
+            let conditions = held.map { "(+t.Z_ENT = \($0.number) AND (\($0.condition)))" }.joined(separator: " OR ")
+            return SourceNarrowing.Query(entities: Dictionary(uniqueKeysWithValues: held.map { (Int64($0.number), $0.entity) }),
+                                         sql: "SELECT t.Z_ENT, t.Z_PK FROM \(quote(table)) t WHERE \(conditions) ORDER BY t.Z_PK "
+                                            + "LIMIT \(SourceNarrowing.most * held.count + 1)")
         }
         // The narrowing's connection is opened first; the lock is held only from just before its
         // read begins until the copy's has (two reads of the schema's first page).
@@ -156,7 +162,7 @@ extension SQLiteStore: BulkCopying {
         }
         let found = narrowed && whole ? beside?.finish() ?? [:] : [:]
         if !queries.isEmpty {
-            logger.debug("rule narrowing beside the copy: \(found.count) of \(queries.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
+            logger.debug("rule narrowing beside the copy: \(found.count) of \(judged.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
         }
         return (counts, found)
     }
@@ -179,10 +185,16 @@ extension SQLiteStore: BulkCopying {
 
 /// The rule narrowing of a bulk copy's source on a thread of its own (``SQLiteStore/copyObjects(of:from:narrowing:)``):
 /// a read-only connection, opened at once, that begins one read transaction when told to
-/// (``begin()``), then runs one query per entity and keeps the keys it finds.
+/// (``begin()``), then runs one query per table and keeps the keys it finds by entity.
 private final class SourceNarrowing: Sendable {
     /// The most keys kept for one entity: beyond, the entity is left to the caller's paged narrowing.
     static let most = 10_000
+
+    /// A table's query: its rows' entity numbers and keys, in key order, for the entities it names.
+    struct Query: Sendable {
+        let entities: [Int64: String]
+        let sql: String
+    }
 
     private let ready = DispatchSemaphore(value: 0)
     private let go = DispatchSemaphore(value: 0)
@@ -193,7 +205,7 @@ private final class SourceNarrowing: Sendable {
     /// The keys found by entity; nil after an error.
     private let found = Mutex<[String: [Int64]]?>([:])
 
-    init(path: String, queries: [(entity: String, sql: String)]) {
+    init(path: String, queries: [Query]) {
         Thread { [self] in
             defer { done.signal() }
             // A second connection of a store that is open: its WAL is the open store's to fold.
@@ -209,11 +221,16 @@ private final class SourceNarrowing: Sendable {
             started.signal()
             guard began else { return }
             defer { try? connection.execute("COMMIT") }
-            for (entity, sql) in queries {
+            for query in queries {
                 do {
-                    let keys = try connection.statement(sql).rows { $0.int64(0) }
-                    guard keys.count <= Self.most else { continue }
-                    found.withLock { $0?[entity] = keys }
+                    let rows = try connection.statement(query.sql).rows { ($0.int64(0), $0.int64(1)) }
+                    // Past the query's limit, no entity of the table is known whole.
+                    guard rows.count <= Self.most * query.entities.count else { continue }
+                    var keys = Dictionary(uniqueKeysWithValues: query.entities.values.map { ($0, [Int64]()) })
+                    for (number, key) in rows { keys[query.entities[number]!]!.append(key) }
+                    found.withLock { found in
+                        for (entity, keys) in keys where keys.count <= Self.most { found?[entity] = keys }
+                    }
                 } catch {
                     found.withLock { $0 = nil }
                     return

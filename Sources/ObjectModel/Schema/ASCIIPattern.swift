@@ -35,6 +35,8 @@ struct ASCIIPattern: Sendable {
     /// `sets.count` is the match.
     private let sets: [CharacterSet]
     private let targets: [Int]
+    /// For each ASCII character, a bitset of `words` words: the consuming states that take it.
+    private let accepting: [UInt64]
     /// Bitsets of `words` words: the consuming states (and the match) reached from each state
     /// without consuming, at a position that is or is not the text's start and its end (four
     /// variants per state, `closures[(state * 4 + variant) * words ...]`).
@@ -90,6 +92,11 @@ struct ASCIIPattern: Sendable {
             if case .consume(_, let next) = state { return next + 1 }
             return nil
         }
+        var accepting = [UInt64](repeating: 0, count: 128 * words)
+        for byte in UInt8(0)..<0x80 {
+            for (s, set) in sets.enumerated() where set.contains(byte) { accepting[Int(byte) * words + s / 64] |= 1 << UInt64(s % 64) }
+        }
+        self.accepting = accepting
         self.sets = sets
         self.closures = closures
         self.words = words
@@ -102,38 +109,38 @@ struct ASCIIPattern: Sendable {
     func matches(_ text: UnsafeBufferPointer<UInt8>) -> Bool? {
         let n = text.count
         let words = words
-        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * words) { buffer -> Bool? in
-            var current = UnsafeMutableBufferPointer(rebasing: buffer[0..<words])
-            var next = UnsafeMutableBufferPointer(rebasing: buffer[words...])
-            func variant(_ position: Int) -> Int { (position == 0 ? 1 : 0) | (position == n ? 2 : 0) }
-            closures.withUnsafeBufferPointer { closures in
-                for w in 0..<words { current[w] = closures[(entry * 4 + variant(0)) * words + w] }
-            }
-            for position in 0..<n {
-                let byte = text[position]
-                guard byte < 0x80 else { return nil }
-                for w in 0..<words { next[w] = 0 }
-                var any = false
-                let v = variant(position + 1)
-                closures.withUnsafeBufferPointer { closures in
-                    for w in 0..<words {
-                        var bits = current[w]
-                        while bits != 0 {
-                            let s = w * 64 + bits.trailingZeroBitCount
-                            bits &= bits - 1
-                            guard s < sets.count, sets[s].contains(byte) else { continue }
-                            let base = (targets[s] * 4 + v) * words
-                            for x in 0..<words { next[x] |= closures[base + x] }
-                            any = true
+        let match = sets.count
+        return closures.withUnsafeBufferPointer { closures in
+            accepting.withUnsafeBufferPointer { accepting in
+                targets.withUnsafeBufferPointer { targets in
+                    withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * words) { buffer -> Bool? in
+                        var current = buffer.baseAddress!, next = current + words
+                        let first = (entry * 4 + (n == 0 ? 3 : 1)) * words
+                        for w in 0..<words { current[w] = closures[first + w] }
+                        for position in 0..<n {
+                            let byte = text[position]
+                            guard byte < 0x80 else { return nil }
+                            // The consuming states that take this character, and where each leads.
+                            let variant = position + 1 == n ? 2 : 0
+                            var any: UInt64 = 0
+                            for w in 0..<words { next[w] = 0 }
+                            for w in 0..<words {
+                                var bits = current[w] & accepting[Int(byte) * words + w]
+                                any |= bits
+                                while bits != 0 {
+                                    let row = (targets[w * 64 + bits.trailingZeroBitCount] * 4 + variant) * words
+                                    bits &= bits - 1
+                                    for x in 0..<words { next[x] |= closures[row + x] }
+                                }
+                            }
+                            // No state left: no text with this beginning matches, whatever follows.
+                            guard any != 0 else { return false }
+                            swap(&current, &next)
                         }
+                        return current[match / 64] & (1 << UInt64(match % 64)) != 0
                     }
                 }
-                // No state left: no text with this beginning matches, whatever follows.
-                guard any else { return false }
-                swap(&current, &next)
             }
-            let match = sets.count
-            return current[match / 64] & (1 << UInt64(match % 64)) != 0
         }
     }
 

@@ -224,11 +224,26 @@ public enum ObjectValidator {
         s.utf8.withContiguousStorageIfAvailable(characterCount(utf8:)) ?? s.count
     }
 
-    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`: its byte
-    /// count where every byte is ASCII and none a carriage return (which joins the line feed
-    /// after it), without walking the clusters.
+    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`. Where every
+    /// scalar is below U+0300 (ASCII, Latin-1, Latin Extended, IPA: one byte, or two from C2–CB)
+    /// and none is a carriage return, each scalar is a character of its own (no mark or joiner is
+    /// among them, and only CR joins the LF after it): they are counted without building the
+    /// string. Anything else, text that is not valid UTF-8 included, is counted by Swift.
     package static func characterCount(utf8: UnsafeBufferPointer<UInt8>) -> Int {
-        utf8.contains { $0 >= 0x80 || $0 == 0x0D } ? String(decoding: utf8, as: UTF8.self).count : utf8.count
+        var count = 0, i = 0
+        let n = utf8.count
+        while i < n {
+            let byte = utf8[i]
+            if byte < 0x80 && byte != 0x0D {
+                i += 1
+            } else if (0xC2...0xCB).contains(byte) && i + 1 < n && utf8[i + 1] & 0xC0 == 0x80 {
+                i += 2
+            } else {
+                return String(decoding: utf8, as: UTF8.self).count
+            }
+            count += 1
+        }
+        return count
     }
 
     private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {

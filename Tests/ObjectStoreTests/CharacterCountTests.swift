@@ -1,0 +1,41 @@
+import Foundation
+import ObjectModel
+import ObjectStore
+import Testing
+
+/// A length rule counts characters as Swift does (`String.count`); the validator counts most text
+/// without building a string. Swift's own count is the oracle.
+@Suite struct CharacterCountTests {
+    private static func count(_ text: String) -> Int {
+        var bytes = Array(text.utf8)
+        return bytes.withUnsafeMutableBufferPointer { ObjectValidator.characterCount(utf8: UnsafeBufferPointer($0)) }
+    }
+
+    private static func count(bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0) }
+    }
+
+    @Test func everyPairOfScalarsBelowU0300CountsAsSwiftCountsIt() {
+        let scalars = (0..<0x300).compactMap(Unicode.Scalar.init)
+        var differing: [String] = []
+        for a in scalars {
+            for b in scalars {
+                var text = ""
+                text.unicodeScalars.append(a)
+                text.unicodeScalars.append(b)
+                if Self.count(text) != text.count { differing.append(String(reflecting: text)) }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.prefix(10))")
+    }
+
+    @Test func textBeyondTheFastPathAndBrokenUTF8CountAsSwiftCountsThem() {
+        for text in ["", "abc", "\r\n", "a\r\nb", "\r", "e\u{301}", "Dvořák", "Łódź café", "日本語", "👩‍👩‍👧", "🇫🇷🇩🇪", "한국어", "a\u{0}b", "\u{85}\u{AD}x"] {
+            #expect(Self.count(text) == text.count, "\(String(reflecting: text))")
+        }
+        // Bytes that are not UTF-8: counted as Swift decodes them (each bad sequence one U+FFFD).
+        for bytes: [UInt8] in [[0x80], [0xC3], [0xC3, 0x41], [0xC0, 0x80], [0x61, 0xCB], [0xCB, 0xBF, 0xCC], [0xED, 0xA0, 0x80], [0xFF, 0x61]] {
+            #expect(Self.count(bytes: bytes) == String(decoding: bytes, as: UTF8.self).count, "\(bytes)")
+        }
+    }
+}
