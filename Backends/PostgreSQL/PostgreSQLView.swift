@@ -760,7 +760,7 @@ extension PostgreSQLView {
     /// marked (one with U+0000 or U+FFFF, ``PostgreSQLValues/escape(_:)``) in any object of the
     /// request's entities (`from` selects them all: a comparison by order of the stored bytes could
     /// itself leave such a row out), so such a request is answered in Swift: its bytes are not the string's.
-    private func holdsMarkedText(_ columns: Set<String>, _ from: String, _ parameters: [PGParameter?]) throws -> Bool {
+    func holdsMarkedText(_ columns: Set<String>, _ from: String, _ parameters: [PGParameter?]) throws -> Bool {
         guard !columns.isEmpty else { return false }
         let marker = "$\(parameters.count + 1)"
         let marked = columns.sorted().map { "left(\($0), 1) = \(marker)" }.joined(separator: " OR ")
@@ -771,7 +771,7 @@ extension PostgreSQLView {
     /// `FROM … WHERE …` selecting exactly the objects the request's entity (and sub-entities) and
     /// predicate give, or nil when the predicate has a part SQL does not answer exactly; the text
     /// columns it compares by order are added to `orderedText`.
-    private func exactSelection(_ request: FetchRequest, model: ManagedObjectModel, orderedText: inout Set<String>) throws -> Selection? {
+    func exactSelection(_ request: FetchRequest, model: ManagedObjectModel, orderedText: inout Set<String>) throws -> Selection? {
         guard let entity = model.entity(named: request.entityName) else { return nil }
         let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
         guard !kinds.isEmpty, let columns = layout.entities[entity.name], let resolve = try sharedColumns(entity, kinds) else { return nil }
@@ -795,7 +795,7 @@ extension PostgreSQLView {
     }
 
     /// The column and type of each attribute of `entity`, when every kind read keeps it in the same column.
-    private func sharedColumns(_ entity: EntityDescription, _ kinds: [String]) throws -> ((String) -> (column: String, type: AttributeType)?)? {
+    func sharedColumns(_ entity: EntityDescription, _ kinds: [String]) throws -> ((String) -> (column: String, type: AttributeType)?)? {
         var found: [String: (String, AttributeType)] = [:]
         for (slot, attribute) in entity.layout.attributes.enumerated() {
             let column = try columns(entity.name).attributes[slot]

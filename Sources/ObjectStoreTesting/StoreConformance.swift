@@ -53,6 +53,7 @@ public struct StoreConformance: Sendable {
         case historyRecordsEveryWrite
         case batchUpdateAndDelete
         case orderKeysKept
+        case aggregatesMatchTheReference
 
         public var description: String { rawValue }
     }
@@ -120,6 +121,7 @@ public struct StoreConformance: Sendable {
         case .historyRecordsEveryWrite: try history(scope)
         case .batchUpdateAndDelete: try batchOperations(scope)
         case .orderKeysKept: try orderKeys(scope)
+        case .aggregatesMatchTheReference: try aggregates(scope)
         }
     }
 }
