@@ -542,12 +542,22 @@ public final class MigrationManager: Sendable {
         }
         var failures: [ValidationFailure] = []
         var done = 0
+        // The to-many relationships with a rule are counted a batch at a time (one read per
+        // relationship per batch where the store can), not object by object.
+        let counted = description.storedRelationships.filter { $0.isToMany && ObjectValidator.hasRule($0) }
         for batch in destination.batches(of: entity, size: batchSize) {
             try checkCancelled(m, .validate)
             let records = try step(m, .validate, nil) { try batch.get() }
-            for record in records {
-                failures += try step(m, .validate, record.key) {
-                    try ObjectValidator.failures(of: record, in: destination, checkingAttributes: checkingAttributes)
+            var counts: [String: [Int]] = [:]
+            for relationship in counted {
+                counts[relationship.name] = try step(m, .validate, nil) {
+                    try destination.orderedMembers(of: records.map(\.key), relationship: relationship.name).map(\.keys.count)
+                }
+            }
+            for (row, record) in records.enumerated() {
+                failures += ObjectValidator.failures(of: record, entity: description, id: destination.objectID(for: record.key),
+                                                     checkingAttributes: checkingAttributes) { relationship in
+                    relationship.isToMany ? counts[relationship.name]?[row] ?? 0 : (record.toOne[relationship.name] == nil ? 0 : 1)
                 }
             }
             done += records.count

@@ -200,7 +200,12 @@ public enum ObjectValidator {
     /// Whether some relationship of the entity has a rule a count can break (required, or a
     /// minimum or maximum count): when none has, its relationships need not be read to validate it.
     public static func hasRelationshipRules(_ entity: EntityDescription) -> Bool {
-        entity.storedRelationships.contains { !$0.isOptional || ($0.isToMany && ($0.minCount > 0 || $0.maxCount > 0)) }
+        entity.storedRelationships.contains(where: hasRule)
+    }
+
+    /// Whether a relationship has a rule a count can break (required, or a minimum or maximum count).
+    public static func hasRule(_ relationship: Relationship) -> Bool {
+        !relationship.isOptional || (relationship.isToMany && (relationship.minCount > 0 || relationship.maxCount > 0))
     }
 
     /// The rules a relationship holding `count` objects breaks, each with a message.
@@ -269,7 +274,8 @@ extension ObjectValidator {
                 failures.append(ValidationFailure(objectID: id, property: attribute.name, rule: rule, message: message))
             }
         }
-        for relationship in entity.storedRelationships {
+        // A relationship without a rule breaks none whatever its count: it is not counted.
+        for relationship in entity.storedRelationships where hasRule(relationship) {
             for (rule, message) in check(relationship, count: try count(relationship)) {
                 failures.append(ValidationFailure(objectID: id, property: relationship.name, rule: rule, message: message))
             }
