@@ -72,7 +72,7 @@ extension SQLiteStore: BulkCopying {
         // One scan per table, for every entity it holds: the rows that may break their entity's rules.
         let judged = narrowing.compactMap { entity -> (table: String, number: Int, entity: String, condition: String)? in
             guard let description = model.entity(named: entity), let mapping = schema.entities[entity],
-                  let condition = Self.ruleCondition(description, columns: mapping.attributes) else { return nil }
+                  let condition = Self.ruleCondition(description, mapping: mapping, schema: schema) else { return nil }
             return (mapping.table, mapping.number, entity, condition)
         }
         let queries = Dictionary(grouping: judged, by: \.table).sorted { $0.key < $1.key }.map { table, held in

@@ -10,16 +10,20 @@ extension SQLiteStore: RuleNarrowing {
     public func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],
-                  let condition = Self.ruleCondition(description, columns: mapping.attributes) else { return nil }
+                  let condition = Self.ruleCondition(description, mapping: mapping, schema: reader.schema) else { return nil }
             // Every row of the entity is tested: read the table in key order, not each row through the Z_ENT index.
             return try reader.records(reader.select(table: mapping.table, kinds: [mapping.number], condition: "t.Z_PK > ?1 AND (\(condition))",
                                                     arguments: [.integer(primaryKey ?? Int64.min)], limit: limit, scanning: true))
         }
     }
 
-    /// The SQL condition (on alias `t`) a row that may break one of `entity`'s attribute rules meets,
-    /// or nil when a rule cannot be put in SQL; `FALSE` when there is no rule.
-    static func ruleCondition(_ entity: EntityDescription, columns: [String: String]) -> String? {
+    /// SQLite judges relationship rules too: counts of members as ``orderedMembers(of:relationship:)`` reads them.
+    public var narrowsRelationshipRules: Bool { true }
+
+    /// The SQL condition (on alias `t`) a row that may break one of `entity`'s attribute or
+    /// relationship rules meets, or nil when a rule cannot be put in SQL; `FALSE` when there is no rule.
+    static func ruleCondition(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> String? {
+        let columns = mapping.attributes
         var conditions: [String] = []
         for attribute in entity.layout.attributes where !attribute.isOptional || attribute.validation != ValidationRules() {
             guard let name = columns[attribute.name] else { return nil }
@@ -72,7 +76,41 @@ extension SQLiteStore: RuleNarrowing {
                 conditions.append("\(SQLiteFunctions.patternMatch)(\(c), '\(pattern.replacingOccurrences(of: "'", with: "''"))') = 0")
             }
         }
+        guard let relationships = relationshipConditions(entity, mapping: mapping, schema: schema) else { return nil }
+        conditions += relationships
         return conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")
+    }
+
+    /// The conditions a row whose relationships break a rule meets: a required to-one without a key,
+    /// a to-many whose members (counted as the store reads them: rows of a known entity, join rows
+    /// whose member exists) are none where some are required, or fewer or more than its bounds.
+    private static func relationshipConditions(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> [String]? {
+        let known = schema.byNumber.keys.sorted().map(String.init).joined(separator: ",")
+        var conditions: [String] = []
+        for relationship in entity.storedRelationships where ObjectValidator.hasRule(relationship) {
+            guard relationship.isToMany else {
+                guard let columns = mapping.toOne[relationship.name] else { return nil }
+                conditions.append("typeof(t.\(quote(columns.key))) != 'integer'")
+                continue
+            }
+            let members: String
+            switch mapping.toMany[relationship.name] {
+            case .inverseForeignKey(let table, let column, _, _)?, .hiddenForeignKey(let table, let column, _)?:
+                members = "SELECT count(*) AS n FROM \(quote(table)) x WHERE x.\(quote(column)) = t.Z_PK AND x.Z_ENT IN (\(known))"
+            case .join(let table, let own, let other, _, _, let otherTable)?:
+                members = "SELECT count(*) AS n FROM \(quote(table)) j JOIN \(quote(otherTable)) m ON m.Z_PK = j.\(quote(other)) "
+                    + "WHERE j.\(quote(own)) = t.Z_PK AND m.Z_ENT IN (\(known))"
+            case nil:
+                return nil
+            }
+            // The members counted once: none breaks only a required one; otherwise the bounds.
+            var broken: [String] = []
+            if relationship.minCount > 0 { broken.append("n < \(relationship.minCount)") }
+            if relationship.maxCount > 0 { broken.append("n > \(relationship.maxCount)") }
+            let some = broken.isEmpty ? "0" : broken.joined(separator: " OR ")
+            conditions.append("(SELECT CASE WHEN n = 0 THEN \(relationship.isOptional ? 0 : 1) ELSE \(some) END FROM (\(members)))")
+        }
+        return conditions
     }
 
     /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.

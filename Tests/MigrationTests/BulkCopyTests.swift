@@ -151,6 +151,34 @@ struct BulkCopyTests {
         if writerHoldsLock { #expect(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK, "the other writer kept its lock") }
     }
 
+    @Test("a relationship rule broken in the source (a to-many past its maximum) is refused after a bulk copy and after the batch path alike, naming the object; a store that keeps it is converted",
+          arguments: [true, false])
+    func relationshipRulesStillChecked(bulkCopy: Bool) throws {
+        let workspace = try Workspace()
+        let model = try ManagedObjectModel {
+            Entity("Shelf") { Relationship("books", to: "Book", inverse: "shelf", toMany: true, maxCount: 2) }
+            Entity("Book") { Relationship("shelf", to: "Shelf", inverse: "books") }
+        }
+        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
+        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
+        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: 3)
+        _ = try store.allocatePrimaryKeys(entity: "Book", count: 5)
+        let shelves = [1, 1, 2, 2, 3]   // two books on shelves 1 and 2, one on 3
+        try store.save(ChangeSet(inserted: (1...3).map { ObjectRecord(key: ObjectKey("Shelf", Int64($0))) }
+            + shelves.enumerated().map { ObjectRecord(key: ObjectKey("Book", Int64($0.offset + 1)), toOne: ["shelf": ObjectKey("Shelf", Int64($0.element))]) }))
+        try store.close()
+        #expect(try identityMigration(from, to: to, model: model, bulkCopy: bulkCopy) == !bulkCopy, "the path asked for")
+        try SQLiteStoreType().destroy(at: to)
+        // A third book on shelf 2, behind the store's back.
+        let raw = try RawDatabase(from, readOnly: false)
+        try raw.execute("UPDATE ZBOOK SET ZSHELF = 2 WHERE Z_PK = 5")
+        raw.close()
+        let error = try #require(throws: MigrationError.self) { try identityMigration(from, to: to, model: model, bulkCopy: bulkCopy) }
+        #expect(error.code == .validationFailed)
+        #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Shelf/2.books maxCount"])
+        #expect(!FileManager.default.fileExists(atPath: to.path))
+    }
+
     @Test("rows of no entity the table holds (another number, none, a fraction) are not copied, and the counts are the entities' own, as SQLite counts them in the source, into a destination that holds an object already")
     func strayRowsLeftOut() throws {
         let workspace = try Workspace()

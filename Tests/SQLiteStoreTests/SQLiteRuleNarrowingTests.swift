@@ -127,3 +127,60 @@ struct SQLiteRuleNarrowingTests {
         #expect(given == [2, 3, 5, 6, 7], "NUL (where SQLite's length stops) and a lone CR count as one character each")
     }
 }
+
+/// Relationship rules judged in SQL: exactly the objects the validator finds, reading every
+/// object and its members, and as counted by hand.
+@Suite("SQLite narrows relationship rules to the rows that break them")
+struct SQLiteRelationshipNarrowingTests {
+    static let model = try! ManagedObjectModel {
+        Entity("Team") {
+            Attribute("name", .string)
+            // One-to-many (the members' foreign key): 1 to 3 players, at least one required.
+            Relationship("players", to: "Player", inverse: "team", toMany: true, minCount: 1, maxCount: 3, optional: false)
+            // Many-to-many (a join table): optional, but 2 at least when there are some, 3 at most.
+            Relationship("sponsors", to: "Sponsor", inverse: "teams", toMany: true, minCount: 2, maxCount: 3)
+        }
+        Entity("Player") {
+            Attribute("name", .string)
+            Relationship("team", to: "Team", inverse: "players", optional: false)
+        }
+        Entity("Sponsor") {
+            Attribute("name", .string)
+            Relationship("teams", to: "Team", inverse: "sponsors", toMany: true)
+        }
+    }
+
+    @Test("required, minimum and maximum counts through a foreign key and a join table, and a required to-one")
+    func relationshipRules() throws {
+        let folder = try TemporaryFolder()
+        let store = try SQLiteStoreType().open(at: folder.url.appending(path: "s.sqlite"), model: Self.model, options: StoreOptions())
+        defer { try? store.close() }
+        // Players per team and sponsors per team, by team 1…6.
+        let players = [1, 0, 3, 4, 2, 1]          // team 2 none (required), team 4 four (> 3)
+        let sponsors = [0, 1, 2, 3, 4, 0]         // team 2 one (< 2 when some), team 5 four (> 3)
+        _ = try store.allocatePrimaryKeys(entity: "Team", count: 6)
+        _ = try store.allocatePrimaryKeys(entity: "Sponsor", count: 4)
+        var records = (1...4).map { ObjectRecord(key: ObjectKey("Sponsor", Int64($0)), attributes: [:]) }
+        var nextPlayer: Int64 = 1
+        for team in 1...6 {
+            let mine = (0..<players[team - 1]).map { _ -> ObjectKey in defer { nextPlayer += 1 }; return ObjectKey("Player", nextPlayer) }
+            records.append(ObjectRecord(key: ObjectKey("Team", Int64(team)), attributes: [:], toMany: [
+                "players": mine, "sponsors": (0..<sponsors[team - 1]).map { ObjectKey("Sponsor", Int64($0 + 1)) },
+            ]))
+            for player in mine { records.append(ObjectRecord(key: player, attributes: [:], toOne: ["team": ObjectKey("Team", Int64(team))])) }
+        }
+        // A player without a team breaks its required to-one.
+        records.append(ObjectRecord(key: ObjectKey("Player", nextPlayer), attributes: [:]))
+        _ = try store.allocatePrimaryKeys(entity: "Player", count: Int(nextPlayer))
+        try store.save(ChangeSet(inserted: records))
+        let narrowing = try #require(store as? any RuleNarrowing)
+        #expect(narrowing.narrowsRelationshipRules)
+        let expected: [(String, [Int64])] = [("Team", [2, 4, 5]), ("Player", [nextPlayer]), ("Sponsor", [])]
+        for (entity, byHand) in expected {
+            let broken = try store.fetch(FetchRequest(entity: entity)).filter { try !ObjectValidator.failures(of: $0, in: store).isEmpty }.map(\.key.primaryKey)
+            #expect(broken == byHand, "\(entity): the oracle")
+            let given = try #require(try narrowing.objectsThatMayBreakRules(of: entity, after: nil, limit: 100)).map(\.key.primaryKey)
+            #expect(given == broken, "\(entity)")
+        }
+    }
+}

@@ -367,25 +367,32 @@ public final class MigrationManager: Sendable {
         let copiesAsIs = copiesEveryObjectAsIs(mappings, context)
         if let (copied, mayBreakRules) = try bulkCopy(mappings, context, copiesAsIs: copiesAsIs) {
             // Phases 1 and 2 in one step; the objects are the source's, so only entities with
-            // attribute rules need their attributes checked again: those the copy narrowed beside
-            // it read only the objects it named, the others are narrowed now.
+            // rules need checking again: those the copy narrowed beside it read only the objects
+            // it named, the others are narrowed now. Where the destination narrows relationship
+            // rules too, the objects it names are checked whole and their entity is done.
+            let coversRelationships = (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true
+            var relationshipsChecked: Set<String> = []
             for m in mappings {
                 let done = m.sourceEntity.flatMap { copied[$0] } ?? 0
                 for phase in [MigrationError.Phase.createObjects, .createRelationships] {
                     report(MigrationProgress(mapping: m.name, phase: phase, completed: done, total: done))
                 }
                 guard let d = m.destinationEntity, attributeFailures[d] == nil, let entity = destinationModel.entity(named: d) else { continue }
-                if !ObjectValidator.hasAttributeRules(entity) {
+                let whole = coversRelationships && ObjectValidator.hasRelationshipRules(entity)
+                if !ObjectValidator.hasAttributeRules(entity) && !whole {
                     attributeFailures[d] = []
                 } else if let keys = mayBreakRules[d] {
                     attributeFailures[d] = try step(m, .validate, nil) {
-                        try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap { brokenRules(of: $0, entity, in: destination) }
+                        try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap { try brokenRules(of: $0, entity, in: destination, whole: whole) }
                     }
-                } else if let narrowed = try step(m, .validate, nil, { try narrowedFailures(entity, in: destination) }) {
+                    if whole { relationshipsChecked.insert(d) }
+                } else if let narrowed = try step(m, .validate, nil, { try narrowedFailures(entity, in: destination, whole: whole) }) {
                     attributeFailures[d] = narrowed
+                    if whole { relationshipsChecked.insert(d) }
                 }
             }
-            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures, counts: copied)
+            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures,
+                                relationshipsChecked: relationshipsChecked, counts: copied)
         }
         // Objects copied as they are into a store that keeps both sides in its rows are written
         // whole in phase 1, each side as the source holds it: nothing is left for phase 2.
@@ -444,23 +451,26 @@ public final class MigrationManager: Sendable {
         return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
     }
 
-    /// The attribute rules `entity`'s objects break, read only from the objects the destination
-    /// says may break one (``RuleNarrowing``); nil when it cannot say.
-    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore) throws -> [ValidationFailure]? {
+    /// The attribute rules `entity`'s objects break (and with `whole` their relationship rules), read
+    /// only from the objects the destination says may break one (``RuleNarrowing``); nil when it cannot say.
+    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore, whole: Bool) throws -> [ValidationFailure]? {
         guard let narrowing = destination as? any RuleNarrowing else { return nil }
         var failures: [ValidationFailure] = []
         var after: Int64?
         while true {
             guard let page = try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize) else { return nil }
-            failures += page.flatMap { brokenRules(of: $0, entity, in: destination) }
+            failures += try page.flatMap { try brokenRules(of: $0, entity, in: destination, whole: whole) }
             guard page.count == batchSize, let last = page.last else { return failures }
             after = last.key.primaryKey
         }
     }
 
-    /// The attribute rules `record`, an object of `entity` in `destination`, breaks.
-    private func brokenRules(of record: ObjectRecord, _ entity: EntityDescription, in destination: any PersistentStore) -> [ValidationFailure] {
-        entity.layout.attributes.flatMap { attribute in
+    /// The attribute rules `record`, an object of `entity` in `destination`, breaks; with `whole`,
+    /// its relationship rules too (its to-many relationships with rules read from the store).
+    private func brokenRules(of record: ObjectRecord, _ entity: EntityDescription, in destination: any PersistentStore,
+                             whole: Bool) throws -> [ValidationFailure] {
+        if whole { return try ObjectValidator.failures(of: record, in: destination) }
+        return entity.layout.attributes.flatMap { attribute in
             ObjectValidator.check(attribute, record.attributes[attribute.name]).map { rule, message in
                 ValidationFailure(objectID: destination.objectID(for: record.key), property: attribute.name, rule: rule, message: message)
             }
@@ -490,7 +500,10 @@ public final class MigrationManager: Sendable {
             return nil
         }
         logger.debug("bulk copy: the destination copies every object of \(entities.count) entities itself")
-        let narrowing = entities.filter { destinationModel.entity(named: $0).map(ObjectValidator.hasAttributeRules) == true }
+        let relationships = (copier as? any RuleNarrowing)?.narrowsRelationshipRules == true
+        let narrowing = entities.filter { name in
+            destinationModel.entity(named: name).map { ObjectValidator.hasAttributeRules($0) || (relationships && ObjectValidator.hasRelationshipRules($0)) } == true
+        }
         return try step(mappings[0], .createObjects, nil) { try copier.copyObjects(of: entities, from: context.sourceStore, narrowing: narrowing) }
     }
 
@@ -499,7 +512,8 @@ public final class MigrationManager: Sendable {
     /// `counts` are destination objects per entity already known (progress totals). Returns
     /// whether every object kept its key, and the destination's objects per concrete entity.
     private func validate(_ mappings: [EntityMapping], _ context: MigrationContext, destination: any PersistentStore,
-                          attributeFailures: [String: [ValidationFailure]], counts known: [String: Int] = [:]) throws -> (keepsKeys: Bool, counts: [String: Int]) {
+                          attributeFailures: [String: [ValidationFailure]], relationshipsChecked: Set<String> = [],
+                          counts known: [String: Int] = [:]) throws -> (keepsKeys: Bool, counts: [String: Int]) {
         var failures: [ValidationFailure] = []
         var validated: Set<String> = []
         var counts = known
@@ -510,6 +524,10 @@ public final class MigrationManager: Sendable {
             counts[entity] = total
             guard let checked = attributeFailures[entity], !context.insertedOneByOne.contains(entity) else {
                 return try validate(description, mapping: m, destination: destination, checkingAttributes: true, total: total)
+            }
+            if relationshipsChecked.contains(entity) {
+                report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
+                return checked
             }
             return try checked + validate(description, mapping: m, destination: destination, checkingAttributes: false, total: total)
         }

@@ -80,13 +80,24 @@ extension WholeRowInserting {
 }
 
 /// A store that finds, where the data is, the objects that may break an entity's attribute
-/// rules (required, bounds, lengths): a migration's phase 3 then reads only those, and checks
+/// rules (required, bounds, lengths, patterns), and its relationship rules when
+/// ``narrowsRelationshipRules`` says so: a migration's phase 3 then reads only those, and checks
 /// them exactly with ``ObjectValidator``, instead of reading every object (SQLite adopts it).
 public protocol RuleNarrowing: PersistentStore {
     /// Up to `limit` objects of exactly `entity`, in key order after `primaryKey`, among which are
-    /// all that break one of its attribute rules (the store may give more: the caller checks each);
-    /// nil when the store cannot narrow the entity's rules (a pattern, say).
+    /// all that break one of its attribute rules, and of its relationship rules when
+    /// ``narrowsRelationshipRules`` is true (the store may give more: the caller checks each); nil
+    /// when the store cannot narrow the entity's rules.
     func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]?
+
+    /// Whether the objects ``objectsThatMayBreakRules(of:after:limit:)`` gives (and a bulk copy's
+    /// narrowing beside it names) include every one that breaks a relationship rule (required,
+    /// minimum and maximum counts). False by default.
+    var narrowsRelationshipRules: Bool { get }
+}
+
+extension RuleNarrowing {
+    public var narrowsRelationshipRules: Bool { false }
 }
 
 /// A store that counts an entity's objects without reading them (LMDB from `mdb_stat`,
