@@ -29,8 +29,23 @@ import Testing
         #expect(differing.isEmpty, "\(differing.prefix(10))")
     }
 
+    @Test func everyScalarCountedAloneIsACharacterOfItsOwnBesideOthers() {
+        let neighbours = ["a", "\u{E9}", "\u{65E5}", "\u{AC00}", "\u{3042}", "\u{416}", "\u{5D0}", "-"]
+        var differing: [String] = []
+        for range in ObjectValidator.charactersAlone {
+            for value in range {
+                let scalar = String(Unicode.Scalar(value)!)
+                for text in [scalar + scalar] + neighbours.flatMap({ [$0 + scalar, scalar + $0, $0 + scalar + $0] }) where Self.count(text) != text.count {
+                    differing.append(String(reflecting: text))
+                }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(10))")
+    }
+
     @Test func textBeyondTheFastPathAndBrokenUTF8CountAsSwiftCountsThem() {
-        for text in ["", "abc", "\r\n", "a\r\nb", "\r", "e\u{301}", "Dvořák", "Łódź café", "日本語", "👩‍👩‍👧", "🇫🇷🇩🇪", "한국어", "a\u{0}b", "\u{85}\u{AD}x"] {
+        for text in ["", "abc", "\r\n", "a\r\nb", "\r", "e\u{301}", "Dvořák", "Łódź café", "日本語", "👩‍👩‍👧", "🇫🇷🇩🇪", "한국어", "a\u{0}b", "\u{85}\u{AD}x",
+                     "Ελληνικά", "Русский", "עברית", "العربية", "Tiếng Việt", "カタカナ", "ｆｕｌｌ", "は\u{3099}", "Ж\u{483}", "가\u{11A8}", "\u{1100}\u{1161}", "日\u{FE0F}", "a\u{200D}b"] {
             #expect(Self.count(text) == text.count, "\(String(reflecting: text))")
         }
         // Bytes that are not UTF-8: counted as Swift decodes them (each bad sequence one U+FFFD).

@@ -230,25 +230,63 @@ public enum ObjectValidator {
     }
 
     /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`. Where every
-    /// scalar is below U+0300 (ASCII, Latin-1, Latin Extended, IPA: one byte, or two from C2–CB)
-    /// and none is a carriage return, each scalar is a character of its own (no mark or joiner is
-    /// among them, and only CR joins the LF after it): they are counted without building the
-    /// string. Anything else, text that is not valid UTF-8 included, is counted by Swift.
+    /// scalar is one that no neighbour joins (``isCharacterAlone(_:)``: ASCII but CR, Latin, Greek,
+    /// Cyrillic, Hebrew and Arabic letters, CJK, kana, Hangul syllables…), each is a character of its
+    /// own and they are counted without building the string. Anything else (marks, emoji, CR LF,
+    /// text that is not valid UTF-8) is counted by Swift.
     package static func characterCount(utf8: UnsafeBufferPointer<UInt8>) -> Int {
         var count = 0, i = 0
         let n = utf8.count
+        let slow = { String(decoding: utf8, as: UTF8.self).count }
         while i < n {
-            let byte = utf8[i]
-            if byte < 0x80 && byte != 0x0D {
+            let lead = utf8[i]
+            if lead < 0x80 {
+                guard lead != 0x0D else { return slow() }
                 i += 1
-            } else if (0xC2...0xCB).contains(byte) && i + 1 < n && utf8[i + 1] & 0xC0 == 0x80 {
+            } else if lead >= 0xC2 && lead <= 0xDF {
+                guard i + 1 < n, utf8[i + 1] & 0xC0 == 0x80 else { return slow() }
+                let scalar = UInt32(lead & 0x1F) << 6 | UInt32(utf8[i + 1] & 0x3F)
+                guard isCharacterAlone(scalar) else { return slow() }
                 i += 2
+            } else if lead >= 0xE0 && lead <= 0xEF {
+                // Three bytes, neither overlong (E0 A0…) nor a surrogate (ED 80–9F…).
+                guard i + 2 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80,
+                      lead != 0xE0 || utf8[i + 1] >= 0xA0, lead != 0xED || utf8[i + 1] <= 0x9F else { return slow() }
+                let scalar = UInt32(lead & 0x0F) << 12 | UInt32(utf8[i + 1] & 0x3F) << 6 | UInt32(utf8[i + 2] & 0x3F)
+                guard isCharacterAlone(scalar) else { return slow() }
+                i += 3
             } else {
-                return String(decoding: utf8, as: UTF8.self).count
+                return slow()
             }
             count += 1
         }
         return count
+    }
+
+    /// Ranges of scalars whose grapheme-break property joins them to no neighbour (not a mark,
+    /// joiner, prepend, control, regional indicator, Hangul jamo or pictograph): a text of them
+    /// alone has as many characters as scalars. Checked against Swift's own count, scalar by
+    /// scalar, by `CharacterCountTests`.
+    package static let charactersAlone: [ClosedRange<UInt32>] = [
+        0x80...0x2FF,        // Latin-1, Latin Extended-A and -B, IPA, spacing modifiers
+        0x370...0x3FF,       // Greek and Coptic
+        0x400...0x482, 0x48A...0x52F,   // Cyrillic (not its combining marks, U+0483–0489)
+        0x5D0...0x5EA,       // Hebrew letters
+        0x621...0x64A,       // Arabic letters
+        0x1E00...0x1EFF,     // Latin Extended Additional (Vietnamese)
+        0x2010...0x2027,     // dashes, quotation marks, bullets, ellipsis
+        0x20A0...0x20C0,     // currency signs
+        0x3001...0x3029,     // CJK punctuation (not the tone marks U+302A–302F)
+        0x3041...0x3096, 0x30A1...0x30FA,   // kana (not the sound marks U+3099–309A)
+        0x4E00...0x9FFF,     // CJK ideographs
+        0xAC00...0xD7A3,     // Hangul syllables
+        0xFF01...0xFF60,     // fullwidth forms
+    ]
+
+    private static func isCharacterAlone(_ scalar: UInt32) -> Bool {
+        if scalar < 0x300 { return scalar >= 0x80 }
+        for range in charactersAlone where range.contains(scalar) { return true }
+        return false
     }
 
     private static func matchesWhole(_ s: String, _ pattern: String) -> Bool {
