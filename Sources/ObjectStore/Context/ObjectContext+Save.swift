@@ -229,37 +229,64 @@ public enum ObjectValidator {
         s.utf8.withContiguousStorageIfAvailable(characterCount(utf8:)) ?? s.count
     }
 
-    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`. Where every
-    /// scalar is one that no neighbour joins (``isCharacterAlone(_:)``: ASCII but CR, Latin, Greek,
-    /// Cyrillic, Hebrew and Arabic letters, CJK, kana, Hangul syllables…), each is a character of its
-    /// own and they are counted without building the string. Anything else (marks, emoji, CR LF,
-    /// text that is not valid UTF-8) is counted by Swift.
+    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`. A scalar
+    /// that no neighbour joins (``isCharacterAlone(_:)``: ASCII but CR, Latin, Greek, Cyrillic,
+    /// Hebrew and Arabic letters, CJK, kana, Hangul syllables…) after another such is a character of
+    /// its own, counted without building a string. Around any other (marks, emoji, joiners, CR LF)
+    /// Swift counts a stretch, from the alone scalar before it to the next two alone scalars in a
+    /// row (between which characters always break). Text that is not valid UTF-8 is counted by Swift whole.
     package static func characterCount(utf8: UnsafeBufferPointer<UInt8>) -> Int {
         var count = 0, i = 0
         let n = utf8.count
-        let slow = { String(decoding: utf8, as: UTF8.self).count }
+        // Where the stretch Swift counts began (nil outside one); where the last scalar began, and
+        // whether it was alone.
+        var stretch: Int?
+        var previous = 0, previousAlone = false
         while i < n {
-            let lead = utf8[i]
+            let start = i, lead = utf8[i]
+            let alone: Bool
             if lead < 0x80 {
-                guard lead != 0x0D else { return slow() }
+                alone = lead != 0x0D
                 i += 1
             } else if lead >= 0xC2 && lead <= 0xDF {
-                guard i + 1 < n, utf8[i + 1] & 0xC0 == 0x80 else { return slow() }
-                let scalar = UInt32(lead & 0x1F) << 6 | UInt32(utf8[i + 1] & 0x3F)
-                guard isCharacterAlone(scalar) else { return slow() }
+                guard i + 1 < n, utf8[i + 1] & 0xC0 == 0x80 else { return String(decoding: utf8, as: UTF8.self).count }
+                alone = isCharacterAlone(UInt32(lead & 0x1F) << 6 | UInt32(utf8[i + 1] & 0x3F))
                 i += 2
             } else if lead >= 0xE0 && lead <= 0xEF {
                 // Three bytes, neither overlong (E0 A0…) nor a surrogate (ED 80–9F…).
                 guard i + 2 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80,
-                      lead != 0xE0 || utf8[i + 1] >= 0xA0, lead != 0xED || utf8[i + 1] <= 0x9F else { return slow() }
-                let scalar = UInt32(lead & 0x0F) << 12 | UInt32(utf8[i + 1] & 0x3F) << 6 | UInt32(utf8[i + 2] & 0x3F)
-                guard isCharacterAlone(scalar) else { return slow() }
+                      lead != 0xE0 || utf8[i + 1] >= 0xA0, lead != 0xED || utf8[i + 1] <= 0x9F else {
+                    return String(decoding: utf8, as: UTF8.self).count
+                }
+                alone = isCharacterAlone(UInt32(lead & 0x0F) << 12 | UInt32(utf8[i + 1] & 0x3F) << 6 | UInt32(utf8[i + 2] & 0x3F))
                 i += 3
+            } else if lead >= 0xF0 && lead <= 0xF4 {
+                guard i + 3 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80, utf8[i + 3] & 0xC0 == 0x80,
+                      lead != 0xF0 || utf8[i + 1] >= 0x90, lead != 0xF4 || utf8[i + 1] <= 0x8F else {
+                    return String(decoding: utf8, as: UTF8.self).count
+                }
+                alone = false
+                i += 4
             } else {
-                return slow()
+                return String(decoding: utf8, as: UTF8.self).count
             }
-            count += 1
+            if let begun = stretch {
+                // Two alone scalars in a row: a break before this one ends the stretch.
+                if alone && previousAlone && previous > begun {
+                    count += String(decoding: UnsafeBufferPointer(rebasing: utf8[begun..<start]), as: UTF8.self).count + 1
+                    stretch = nil
+                }
+            } else if alone {
+                count += 1
+            } else {
+                // The stretch takes in the alone scalar before this one, which this one may join.
+                stretch = previousAlone ? previous : start
+                if previousAlone { count -= 1 }
+            }
+            previous = start
+            previousAlone = alone
         }
+        if let begun = stretch { count += String(decoding: UnsafeBufferPointer(rebasing: utf8[begun..<n]), as: UTF8.self).count }
         return count
     }
 
