@@ -69,13 +69,7 @@ extension StoreConformance {
 
     /// A tree of entities, each object's wheels known: every answer counted by hand.
     private func aggregatesOfATree(_ store: any PersistentStore) throws {
-        var vehicles: [ObjectRecord] = []
-        for i in 0..<30 {
-            let entity = ["Car", "SportsCar", "Truck"][i % 3]
-            let key = ObjectKey(entity, try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound)
-            vehicles.append(ObjectRecord(key: key, attributes: i == 29 ? [:] : ["wheels": .integer(Int64(i % 3 == 2 ? 6 : 4))]))
-        }
-        try store.save(ChangeSet(inserted: vehicles))
+        _ = try Self.saveVehicles(30, in: store) { $0 == 29 ? nil : .integer($0 % 3 == 2 ? 6 : 4) }
         // Cars: 10 of 4 wheels; sports cars: 10 of 4; trucks: 9 of 6 and one without.
         let byWheels = try store.aggregate(AggregateRequest(entity: "Vehicle", groupBy: ["wheels"], expressions: [.count(), .count("wheels", as: "known")]))
         #expect(byWheels == [AggregateRow(group: [:], values: ["count": .integer(1), "known": .integer(0)]),

@@ -76,17 +76,23 @@ extension StoreConformance {
         try pagesOfATree(store)
     }
 
+    /// Saves `count` vehicles, cars, sports cars and trucks in turn, the `i`th with `wheels(i)` wheels.
+    static func saveVehicles(_ count: Int, in store: any PersistentStore, wheels: (Int) -> Value?) throws -> [ObjectRecord] {
+        var vehicles: [ObjectRecord] = []
+        for i in 0..<count {
+            let entity = ["Car", "SportsCar", "Truck"][i % 3]
+            let key = ObjectKey(entity, try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound)
+            vehicles.append(ObjectRecord(key: key, attributes: wheels(i).map { ["wheels": $0] } ?? [:]))
+        }
+        try store.save(ChangeSet(inserted: vehicles))
+        return vehicles
+    }
+
     /// Pages of an entity tree (three kinds) many times larger than a page, with and without a
     /// predicate and sort keys, against the objects saved, filtered and sorted by the evaluator:
     /// more matches than a row store keeps at once for a page (1,024), so it cuts as it goes.
     private func pagesOfATree(_ store: any PersistentStore) throws {
-        var vehicles: [ObjectRecord] = []
-        for i in 0..<1_500 {
-            let entity = ["Car", "SportsCar", "Truck"][i % 3]
-            let key = ObjectKey(entity, try store.allocatePrimaryKeys(entity: entity, count: 1).lowerBound)
-            vehicles.append(ObjectRecord(key: key, attributes: ["wheels": .integer(Int64(i * 7 % 5))]))
-        }
-        try store.save(ChangeSet(inserted: vehicles))
+        let vehicles = try Self.saveVehicles(1_500, in: store) { .integer(Int64($0 * 7 % 5)) }
         let requests: [(ObjectPredicate?, [ObjectSortDescriptor])] = [
             (nil, []), (.compare("wheels", .greaterThan, .integer(1)), []), (nil, [ObjectSortDescriptor("wheels")]),
             (.compare("wheels", .notEqual, .integer(3)), [ObjectSortDescriptor("wheels", ascending: false)]),
