@@ -110,6 +110,7 @@ struct ASCIIPattern: Sendable {
         let n = text.count
         let words = words
         let match = sets.count
+        if words == 1 { return matchesInOneWord(text) }
         return closures.withUnsafeBufferPointer { closures in
             accepting.withUnsafeBufferPointer { accepting in
                 targets.withUnsafeBufferPointer { targets in
@@ -139,6 +140,33 @@ struct ASCIIPattern: Sendable {
                         }
                         return current[match / 64] & (1 << UInt64(match % 64)) != 0
                     }
+                }
+            }
+        }
+    }
+
+    /// ``matches(_:)`` for a pattern of at most 63 consuming states: each set of states one word.
+    private func matchesInOneWord(_ text: UnsafeBufferPointer<UInt8>) -> Bool? {
+        let n = text.count
+        return closures.withUnsafeBufferPointer { closures in
+            accepting.withUnsafeBufferPointer { accepting in
+                targets.withUnsafeBufferPointer { targets -> Bool? in
+                    var current = closures[entry * 4 + (n == 0 ? 3 : 1)]
+                    for position in 0..<n {
+                        let byte = text[position]
+                        guard byte < 0x80 else { return nil }
+                        var active = current & accepting[Int(byte)]
+                        // No state left: no text with this beginning matches, whatever follows.
+                        guard active != 0 else { return false }
+                        let variant = position + 1 == n ? 2 : 0
+                        var next: UInt64 = 0
+                        repeat {
+                            next |= closures[targets[active.trailingZeroBitCount] * 4 + variant]
+                            active &= active - 1
+                        } while active != 0
+                        current = next
+                    }
+                    return current & (1 << UInt64(sets.count)) != 0
                 }
             }
         }
