@@ -24,7 +24,7 @@ public struct ModelAggregate<T: PersistentModel>: @unchecked Sendable {
 
 extension ModelContext {
     /// Counts, sums, extremes and means over the saved models `descriptor` selects, in groups by
-    /// the values at `groupBy` (``AggregateRow``: one row per group, in ascending order of its
+    /// the values at `groupBy` (`AggregateRow`: one row per group, in ascending order of its
     /// values; one row without groups). As Core Data's dictionary fetches, it reads what the store
     /// holds: save first for changes to count. The descriptor's sort and window are not used.
     ///
@@ -36,7 +36,7 @@ extension ModelContext {
     /// The store computes it where it can (SQLite and PostgreSQL in one `SELECT … GROUP BY`).
     /// - Throws: ``ModelContextError`` for a key path that is not a stored attribute of `T`, or a
     ///   predicate the store cannot evaluate whole (one that names models by identity, or calls
-    ///   what has no store form); `StoreError` as ``ObjectStore/PersistentStore/aggregate(_:)``.
+    ///   what has no store form); `StoreError` as `PersistentStore.aggregate(_:)` throws.
     public func aggregate<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, groupBy: [PartialKeyPath<T>] = [],
                                               _ expressions: [ModelAggregate<T>]) throws -> [AggregateRow] {
         let plan = FetchPlan(descriptor, entity: T.entityName)
