@@ -485,7 +485,9 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
 
     private let fileURL: URL
     private let format: LMDBRowFormat
-    private let lock = NSLock()
+    /// One lock for every snapshot of the transaction (a snapshot and the snapshots taken of it):
+    /// LMDB lets a read transaction move between threads, not serve two at once.
+    private let lock: NSLock
     /// The transaction. Not Sendable: only ever touched inside `lock`, one thread at a time
     /// (the environment is opened with MDB_NOTLS, so a read transaction may move between threads).
     nonisolated(unsafe) private var transaction: LMDBSnapshotTransaction?
@@ -495,6 +497,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         format = store.format
         identifier = store.identifier
         model = store.model
+        lock = NSLock()
         self.transaction = transaction
     }
 
@@ -560,6 +563,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         format = snapshot.format
         identifier = snapshot.identifier
         model = snapshot.model
+        lock = snapshot.lock
         self.transaction = transaction
     }
 
