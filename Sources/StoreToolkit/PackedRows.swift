@@ -547,12 +547,15 @@ struct RowCursor {
         let from = at
         let n = try length()
         let utf8 = UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])
-        if validating, !Self.isUTF8(utf8) { throw corrupt("a string is not valid UTF-8", at: from) }
+        // Checked and made in one pass: no string is decoded twice.
+        guard let text = validating ? String(validating: utf8, as: UTF8.self) : String(decoding: utf8, as: UTF8.self) else {
+            throw corrupt("a string is not valid UTF-8", at: from)
+        }
         at += n
-        return String(decoding: utf8, as: UTF8.self)
+        return text
     }
 
-    /// Whether `utf8` is UTF-8: ASCII a word at a time, anything else must come back from decoding unrepaired.
+    /// Whether `utf8` is UTF-8: ASCII a word at a time, the rest by the standard library's check.
     static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         var i = 0
         while i + 8 <= utf8.count {
@@ -560,7 +563,7 @@ struct RowCursor {
             i += 8
         }
         while i < utf8.count, utf8[i] < 0x80 { i += 1 }
-        return i == utf8.count || String(decoding: utf8, as: UTF8.self).utf8.elementsEqual(utf8)
+        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
     }
 
     /// A value (see ``BinaryReader/value()``); with `validating`, strings are checked for UTF-8.

@@ -81,6 +81,9 @@ struct AtomicFileTests {
         ("unknown value tag behind a valid checksum", { _ in
             frame(try metadataBlock() + varint(1) + string("Person") + varint(0) + varint(1) + varint(0)
                   + varint(1) + string("name") + varint(0) + varint(1) + varint(2) + varint(2) + Data([99])) }),
+        ("a string that is not UTF-8 behind a valid checksum", { _ in
+            frame(try metadataBlock() + varint(1) + string("Person") + varint(0) + varint(1) + varint(0)
+                  + varint(1) + string("name") + varint(0) + varint(1) + varint(2) + varint(5) + Data([4, 3, 0x61, 0xC3, 0x28])) }),
         ("entity index out of range behind a valid checksum", { _ in
             frame(try metadataBlock() + varint(1) + string("Person") + varint(1) + varint(7) + varint(2)) }),
         ("metadata that is not a property list", { _ in frame(varint(4) + Data("junk".utf8)) }),
