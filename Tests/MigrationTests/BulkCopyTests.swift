@@ -177,6 +177,38 @@ struct BulkCopyTests {
         #expect(error.code == .validationFailed)
         #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Shelf/2.books maxCount"])
         #expect(!FileManager.default.fileExists(atPath: to.path))
+        // Into LMDB, whose rows are written whole with their lists: the rules judged from those lists.
+        let lmdb = workspace.location("copy", "lmdb")
+        let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model))
+        let intoLMDB = try #require(throws: MigrationError.self) { try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: lmdb, type: Backends.type("lmdb")) }
+        #expect(intoLMDB.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Shelf/2.books maxCount"])
+        #expect(!FileManager.default.fileExists(atPath: lmdb.path))
+    }
+
+    @Test("a required to-one left empty behind the store's back is refused into SQLite (bulk copy, batches) and into LMDB (whole rows)")
+    func requiredToOneStillChecked() throws {
+        let workspace = try Workspace()
+        let model = try ManagedObjectModel {
+            Entity("Shelf") { Relationship("books", to: "Book", inverse: "shelf", toMany: true) }
+            Entity("Book") { Relationship("shelf", to: "Shelf", inverse: "books", optional: false) }
+        }
+        let from = workspace.location("source", "sqlite")
+        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
+        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: 1)
+        _ = try store.allocatePrimaryKeys(entity: "Book", count: 3)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Shelf", 1))]
+            + (1...3).map { ObjectRecord(key: ObjectKey("Book", Int64($0)), toOne: ["shelf": ObjectKey("Shelf", 1)]) }))
+        try store.close()
+        let raw = try RawDatabase(from, readOnly: false)
+        try raw.execute("UPDATE ZBOOK SET ZSHELF = NULL WHERE Z_PK = 3")
+        raw.close()
+        for (ext, bulk) in [("sqlite", true), ("sqlite", false), ("lmdb", true)] {
+            let to = workspace.location("copy-\(bulk)", ext)
+            let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: bulk)
+            let error = try #require(throws: MigrationError.self) { try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type(ext)) }
+            #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Book/3.shelf required"], "\(ext) \(bulk)")
+            #expect(!FileManager.default.fileExists(atPath: to.path))
+        }
     }
 
     @Test("rows of no entity the table holds (another number, none, a fraction) are not copied, and the counts are the entities' own, as SQLite counts them in the source, into a destination that holds an object already")

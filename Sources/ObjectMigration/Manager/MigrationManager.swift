@@ -285,12 +285,12 @@ public final class MigrationManager: Sendable {
 
     /// Phase 1 of a compiled mapping: batches of source objects become batches of destination
     /// objects; with `wholeRows`, written with their source objects' to-many lists
-    /// (``insertWhole(_:_:group:)``), so the objects are written whole. Returns the rules their
-    /// attributes break.
+    /// (``insertWhole(_:_:group:failures:)``), so the objects are written whole. Returns the rules their
+    /// attributes break (and, written whole, their relationships).
     private func createObjects(_ program: SlotProgram, _ context: MigrationContext, wholeRows: Bool) throws -> [ValidationFailure] {
         let m = program.mapping
         var failures: [ValidationFailure] = []
-        // Rows written at a time with their lists (``insertWhole(_:_:group:)``), carried from batch to batch.
+        // Rows written at a time with their lists (``insertWhole(_:_:group:failures:)``), carried from batch to batch.
         var group = ListGroup(batchSize: batchSize)
         try step(m, .createObjects, nil) { try context.flush() }
         let (source, batchSize) = (context.sourceStore, batchSize)
@@ -304,7 +304,7 @@ public final class MigrationManager: Sendable {
                 made = try step(m, .createObjects, failure.source) { () -> RecordBatch in throw failure.error }
             }
             if wholeRows {
-                try step(m, .createObjects, nil) { try insertWhole(made, context, group: &group) }
+                try step(m, .createObjects, nil) { try insertWhole(made, context, group: &group, failures: &failures) }
             } else {
                 // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
                 try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
@@ -314,20 +314,49 @@ public final class MigrationManager: Sendable {
     }
 
     /// Inserts the objects of `made`, copies as they are of source objects with the same keys, each
-    /// with its source object's to-many lists, a ``ListGroup`` of rows at a time.
-    private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout ListGroup) throws {
-        let relationships = made.entity.storedRelationships.filter(\.isToMany).map(\.name)
-        guard !relationships.isEmpty else { return try context.destinationStore.bulkInsert(made, checkingReferences: false) }
+    /// with its source object's to-many lists, a ``ListGroup`` of rows at a time. The relationship
+    /// rules they break are added to `failures`, judged from the very lists and keys written (phase 3
+    /// then reads none of them again: ``relationshipsCheckedWhole(_:)``).
+    private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout ListGroup,
+                             failures: inout [ValidationFailure]) throws {
+        let relationships = made.entity.storedRelationships.filter(\.isToMany)
+        let destination = context.destinationStore
+        // Required to-ones, from the keys each row carries.
+        for relationship in made.entity.storedRelationships where !relationship.isToMany && ObjectValidator.hasRule(relationship) {
+            guard let slot = made.layout.toOneSlot(relationship.name) else { continue }
+            for row in 0..<made.count {
+                for (rule, message) in ObjectValidator.check(relationship, count: made[row, toOne: slot] == nil ? 0 : 1) {
+                    failures.append(ValidationFailure(objectID: destination.objectID(for: made.key(at: row)), property: relationship.name, rule: rule, message: message))
+                }
+            }
+        }
+        guard !relationships.isEmpty else { return try destination.bulkInsert(made, checkingReferences: false) }
         let source = context.sourceStore
+        let names = relationships.map(\.name)
         try group.forEachGroup(of: made.count, reading: { range in
             let keys = range.map(made.key(at:))
-            return { try relationships.map { try source.orderedMembers(of: keys, relationship: $0) } }
+            return { try names.map { try source.orderedMembers(of: keys, relationship: $0) } }
         }, members: { $0.reduce(0) { $0 + $1.reduce(0) { $0 + $1.keys.count } } }) { range, lists in
             var part = made.rows(range)
-            for (name, lists) in zip(relationships, lists ?? []) { part.setToMany(name, lists) }
+            for (relationship, lists) in zip(relationships, lists ?? []) { part.setToMany(relationship.name, lists) }
+            // A row whose lists were not read counts as having no members: refused, never let through.
+            for (index, relationship) in relationships.enumerated() where ObjectValidator.hasRule(relationship) {
+                for row in 0..<part.count {
+                    for (rule, message) in ObjectValidator.check(relationship, count: lists?[index][row].keys.count ?? 0) {
+                        failures.append(ValidationFailure(objectID: destination.objectID(for: part.key(at: row)), property: relationship.name,
+                                                          rule: rule, message: message))
+                    }
+                }
+            }
             // Unchecked, as the record path's: the members keep their keys and are written by their own mappings.
-            try context.destinationStore.bulkInsert(part, checkingReferences: false)
+            try destination.bulkInsert(part, checkingReferences: false)
         }
+    }
+
+    /// The destination entities whose relationship rules a whole-row conversion judged as it wrote
+    /// them (``insertWhole(_:_:group:failures:)``): each made by one mapping that compiles to a program.
+    private func relationshipsCheckedWhole(_ mappings: [EntityMapping], _ context: MigrationContext) -> Set<String> {
+        Set(mappings.filter { SlotProgram($0, context: context) != nil }.compactMap(\.destinationEntity))
     }
 
     /// The source entity of a mapping read in primary-key batches, with progress and
@@ -426,7 +455,8 @@ public final class MigrationManager: Sendable {
                 let total = try step(m, .createRelationships, nil) { try source.objectCount(exactly: entity) }
                 report(MigrationProgress(mapping: m.name, phase: .createRelationships, completed: total, total: total))
             }
-            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
+            return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures,
+                                relationshipsChecked: relationshipsCheckedWhole(mappings, context))
         }
         if let first = mappings.first {
             try step(first, .createRelationships, nil) { try context.planPhaseTwo(foreignKeys: destination is any ForeignKeyRelationships,
