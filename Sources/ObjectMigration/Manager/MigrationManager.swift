@@ -588,6 +588,22 @@ public final class MigrationManager: Sendable {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return []
         }
+        // Relationships alone, in a store that narrows their rules: only the objects it names are read.
+        if !checkingAttributes, let narrowing = destination as? any RuleNarrowing, narrowing.narrowsRelationshipRules {
+            var failures: [ValidationFailure] = []
+            var after: Int64?
+            while let page = try step(m, .validate, nil, { try narrowing.objectsThatMayBreakRules(of: entity, after: after, limit: batchSize) }) {
+                failures += try step(m, .validate, nil) {
+                    try page.flatMap { try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false) }
+                }
+                guard page.count == batchSize, let last = page.last else {
+                    report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
+                    return failures
+                }
+                after = last.key.primaryKey
+            }
+            // The store could not narrow this entity: every object is read below.
+        }
         var failures: [ValidationFailure] = []
         var done = 0
         // The to-many relationships with a rule are counted a batch at a time (one read per

@@ -6,9 +6,9 @@ import Foundation
 ///
 /// The part: literal characters, `.`, bracket classes without nesting or set operations, the
 /// escapes `\d \D \w \W \s \S \t \n \r \f \e \a` and escaped punctuation, groups `(…)` and
-/// `(?:…)`, alternation, the quantifiers `* + ? {n} {n,} {n,m}` (greedy or lazy: for a whole
-/// match they mean the same), `^`, and `$` as the pattern's last character. A pattern with
-/// anything else, or with other than ASCII, is not compiled (``WholeMatch`` asks ICU).
+/// `(?:…)`, alternation, the greedy quantifiers `* + ? {n} {n,} {n,m}` over what cannot match the
+/// empty text, `^`, and `$` as the pattern's last character. A pattern with anything else (lazy or
+/// possessive forms included), or with other than ASCII, is not compiled (``WholeMatch`` asks ICU).
 ///
 /// Which ASCII characters each single-character item matches is asked of ICU itself, once per
 /// item when the pattern is compiled, so the answers are ICU's: `\s`, `.` and case-insensitive
@@ -314,10 +314,23 @@ struct ASCIIPattern: Sendable {
             case .atStart, .atEnd: return nil
             default: break
             }
-            // Lazy is the same for a whole match; possessive is not, and a second quantifier is not taken.
-            if peek() == UInt8(ascii: "?") { index += 1 }
+            // Lazy and possessive forms, and a second quantifier, are left to ICU: its loops treat an
+            // iteration that matches nothing in ways of their own (found by a differential review).
             if let next = peek(), "*+?{".utf8.contains(next) { return nil }
+            // So is a loop whose body can match nothing.
+            if bounds.1.map({ $0 > 1 }) ?? true, Self.canMatchNothing(atom) { return nil }
             return .repeated(atom, min: bounds.0, max: bounds.1)
+        }
+
+        /// Whether `node` can match the empty text.
+        private static func canMatchNothing(_ node: Node) -> Bool {
+            switch node {
+            case .set: false
+            case .atStart, .atEnd: true
+            case .sequence(let items): items.allSatisfy(canMatchNothing)
+            case .choice(let options): options.contains(where: canMatchNothing)
+            case .repeated(let item, let min, _): min == 0 || canMatchNothing(item)
+            }
         }
 
         private mutating func number() -> Int? {
