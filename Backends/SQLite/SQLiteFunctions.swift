@@ -19,9 +19,14 @@ enum SQLiteFunctions {
     /// (grapheme clusters, `ObjectValidator`); NULL for a NULL or a value that is not text.
     static let characterCount = "objectstore_length"
 
+    /// `objectstore_utf8(text)`: 1 when the text's bytes are UTF-8, 0 when not (the reader refuses
+    /// such text); NULL for a NULL or a value that is not text.
+    static let validUTF8 = "objectstore_utf8"
+
     static func register(on db: OpaquePointer) -> Int32 {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
-        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (patternMatch, 2, matchPattern), (characterCount, 1, countCharacters)] {
+        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (patternMatch, 2, matchPattern), (characterCount, 1, countCharacters),
+                                            (validUTF8, 1, checkUTF8)] {
             let result = sqlite3_create_function_v2(db, name, Int32(arguments), flags, nil, function, nil, nil, nil)
             guard result == SQLITE_OK else { return result }
         }
@@ -88,4 +93,19 @@ private let compareStrings: @convention(c) (OpaquePointer?, Int32, UnsafeMutable
     } catch {
         sqlite3_result_error(context, "\(error)", -1)
     }
+}
+
+private let checkUTF8: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
+    guard count == 1, let arguments, let valid = withText(arguments[0], { utf8 -> Bool in
+        // ASCII a word at a time; from the first other byte, the standard library's check.
+        var i = 0
+        if let base = UnsafeRawPointer(utf8.baseAddress) {
+            while i + 8 <= utf8.count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+        }
+        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
+        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
+    }) else {
+        return sqlite3_result_null(context)
+    }
+    sqlite3_result_int(context, valid ? 1 : 0)
 }

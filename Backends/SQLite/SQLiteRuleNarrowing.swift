@@ -25,25 +25,19 @@ extension SQLiteStore: RuleNarrowing {
     static func ruleCondition(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> String? {
         let columns = mapping.attributes
         var conditions: [String] = []
-        for attribute in entity.layout.attributes where !attribute.isOptional || attribute.validation != ValidationRules() {
+        for attribute in entity.layout.attributes {
             guard let name = columns[attribute.name] else { return nil }
             let c = "t.\(quote(name))"
             let rules = attribute.validation
-            let classes: [String]
+            if !attribute.isOptional { conditions.append("\(c) IS NULL") }
+            // A value the reader would refuse, whatever the rules: the row is read, and the read says so.
+            if let unreadable = unreadable(attribute, c) { conditions.append(unreadable) }
+            guard rules != ValidationRules() else { continue }
             switch attribute.type {
-            case .integer16, .integer32, .integer64, .boolean: classes = ["integer"]
-            case .double, .float, .date: classes = ["real", "integer"]
-            case .string: classes = ["text"]
-            case .binaryData where !attribute.allowsExternalBinaryDataStorage: classes = ["blob"]
-            default:
-                // Stored in a form of their own (decimals, UUIDs, external data…): only a required one is said here.
-                guard rules == ValidationRules() else { return nil }
-                if !attribute.isOptional { conditions.append("\(c) IS NULL") }
-                continue
+            case .integer16, .integer32, .integer64, .boolean, .double, .float, .date, .string: break
+            case .binaryData where !attribute.allowsExternalBinaryDataStorage: break
+            default: return nil   // Rules on values stored in a form of their own (decimals…): not said in SQL.
             }
-            // A value of a storage class the type does not give, or none where one is required.
-            let allowed = (attribute.isOptional ? ["null"] : []) + classes
-            conditions.append(allowed.count == 1 ? "typeof(\(c)) != '\(allowed[0])'" : "typeof(\(c)) NOT IN (\(allowed.map { "'\($0)'" }.joined(separator: ", ")))")
             // Each term is NULL for a NULL value, which the type test above judges; every value
             // is read once per term, so a range is one `NOT BETWEEN`, not two comparisons.
             var bounds: [String?] = []
@@ -111,6 +105,26 @@ extension SQLiteStore: RuleNarrowing {
             conditions.append("(SELECT CASE WHEN n = 0 THEN \(relationship.isOptional ? 0 : 1) ELSE \(some) END FROM (\(members)))")
         }
         return conditions
+    }
+
+    /// The condition that column `c` holds what the reader refuses as a value of `attribute`
+    /// (``SQLiteValues``): a storage class its type is not written as (a superset: the reader accepts
+    /// some others), an integer out of its type's range, a Boolean other than 0 or 1, text that is
+    /// not UTF-8, a UUID blob not of 16 bytes. Nil for types stored in forms of their own (decimals,
+    /// URIs, transformables, external data), which only a read judges.
+    private static func unreadable(_ attribute: Attribute, _ c: String) -> String? {
+        switch attribute.type {
+        case .integer16, .integer32:
+            let range = attribute.type.integerRange!
+            return "typeof(\(c)) NOT IN ('integer', 'null') OR \(c) NOT BETWEEN \(range.lowerBound) AND \(range.upperBound)"
+        case .integer64: return "typeof(\(c)) NOT IN ('integer', 'null')"
+        case .boolean: return "typeof(\(c)) NOT IN ('integer', 'null') OR \(c) NOT IN (0, 1)"
+        case .double, .float, .date: return "typeof(\(c)) NOT IN ('real', 'integer', 'null')"
+        case .string: return "typeof(\(c)) NOT IN ('text', 'null') OR \(SQLiteFunctions.validUTF8)(\(c)) = 0"
+        case .binaryData where !attribute.allowsExternalBinaryDataStorage: return "typeof(\(c)) NOT IN ('blob', 'null')"
+        case .uuid: return "typeof(\(c)) NOT IN ('blob', 'null') OR (typeof(\(c)) = 'blob' AND length(\(c)) != 16)"
+        default: return nil
+        }
     }
 
     /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.

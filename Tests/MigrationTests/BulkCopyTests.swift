@@ -185,6 +185,37 @@ struct BulkCopyTests {
         #expect(!FileManager.default.fileExists(atPath: lmdb.path))
     }
 
+    @Test("a value the reader refuses in a column without a rule, of an entity whose rules SQLite narrows, is refused by the bulk copy as by the batch path (the review found it copied)",
+          arguments: ["ZN = 70000", "ZD = 'garbage'", "ZS = CAST(x'ff41' AS TEXT)", "ZS = x'ff'", "ZCODE = CAST(x'ff' AS TEXT)", "ZFLAG = 2"])
+    func unreadableValuesStillRefused(_ damage: String) throws {
+        let workspace = try Workspace()
+        let model = try ManagedObjectModel {
+            Entity("Owner") {
+                Attribute("code", .string, validation: ValidationRules(pattern: ".+"))
+                Attribute("n", .integer16)
+                Attribute("d", .date)
+                Attribute("s", .string)
+                Attribute("flag", .boolean)
+            }
+        }
+        let from = workspace.location("source", "sqlite")
+        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
+        _ = try store.allocatePrimaryKeys(entity: "Owner", count: 3)
+        try store.save(ChangeSet(inserted: (1...3).map {
+            ObjectRecord(key: ObjectKey("Owner", Int64($0)), attributes: ["code": .string("c\($0)"), "n": .integer(1), "s": .string("fine"), "flag": .boolean(true),
+                                                                       "d": .date(Date(timeIntervalSinceReferenceDate: 0))])
+        }))
+        try store.close()
+        let raw = try RawDatabase(from, readOnly: false)
+        try raw.execute("UPDATE ZOWNER SET \(damage) WHERE Z_PK = 2")
+        raw.close()
+        for bulk in [true, false] {
+            let to = workspace.location("copy-\(bulk)", "sqlite")
+            #expect(throws: (any Error).self, "\(damage), bulk \(bulk)") { try identityMigration(from, to: to, model: model, bulkCopy: bulk) }
+            #expect(!FileManager.default.fileExists(atPath: to.path))
+        }
+    }
+
     @Test("a required to-one left empty behind the store's back is refused into SQLite (bulk copy, batches) and into LMDB (whole rows)")
     func requiredToOneStillChecked() throws {
         let workspace = try Workspace()
