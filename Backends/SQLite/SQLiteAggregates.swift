@@ -49,8 +49,18 @@ extension SQLiteReader {
             }
         }
         let kinds = request.includesSubentities ? entity.kinds : [entity.number]
+        let selected = "t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+        // Values the reader would refuse (another storage class, out of range, text not UTF-8, a
+        // string kept as a blob): SQL would group and sum them as they are; the objects' answer is refused.
+        let used = plan.groupAttributes + plan.expressionAttributes.compactMap { $0 }
+        let unreadable = used.compactMap { attribute in entity.attributes[attribute.name].flatMap { SQLiteStore.unreadable(attribute, "t.\(quote($0))") } }
+        if !unreadable.isEmpty {
+            let damaged = try connection.statement("SELECT EXISTS (SELECT 1 FROM \(quote(entity.table)) t WHERE \(selected) AND (\(unreadable.joined(separator: " OR "))))")
+                .rows { $0.int64(0) }.first == 1
+            if damaged { return nil }
+        }
         var sql = "SELECT \((groups + terms).joined(separator: ", ")) FROM \(quote(entity.table)) t "
-            + "WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
+            + "WHERE \(selected)"
         if let condition = query.sql { sql += " AND (\(condition))" }
         if !groups.isEmpty { sql += " GROUP BY \(groups.joined(separator: ", ")) ORDER BY \(groups.joined(separator: ", "))" }
         let file = connection.path
@@ -84,7 +94,9 @@ extension SQLiteReader {
                 return AggregateRow(group: group, values: values)
             }
         } catch let error as StoreError where error.message.contains("integer overflow") {
-            throw StoreError(.invalidFetch, "\(request.entityName): a sum leaves 64 bits")
+            // SQLite's sum fails where a running total leaves 64 bits; the answer is the exact
+            // total's, which the objects give.
+            return nil
         }
     }
 }

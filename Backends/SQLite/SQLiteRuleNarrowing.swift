@@ -112,7 +112,7 @@ extension SQLiteStore: RuleNarrowing {
     /// some others), an integer out of its type's range, a Boolean other than 0 or 1, text that is
     /// not UTF-8, a UUID blob not of 16 bytes. Nil for types stored in forms of their own (decimals,
     /// URIs, transformables, external data), which only a read judges.
-    private static func unreadable(_ attribute: Attribute, _ c: String) -> String? {
+    static func unreadable(_ attribute: Attribute, _ c: String) -> String? {
         switch attribute.type {
         case .integer16, .integer32:
             let range = attribute.type.integerRange!

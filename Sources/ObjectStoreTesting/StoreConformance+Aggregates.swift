@@ -55,6 +55,13 @@ extension StoreConformance {
         let mine: [Value?] = [nil, .string(""), .string("a"), .string("b"), .string("e\u{301}"), .string("\u{E9}")]
         let byName = try store.aggregate(requests[2]).map { $0.group["name"] }.filter { mine.contains($0) }
         #expect(byName.map { $0.map { Array("\($0)".utf8) } } == mine.map { $0.map { Array("\($0)".utf8) } })
+        // A sum is exact whatever the order of its terms: Int64.max, then 1, then -1 is Int64.max.
+        let wrap = try store.allocatePrimaryKeys(entity: "Item", count: 3).lowerBound
+        try store.save(ChangeSet(inserted: [Int64.max, 1, -1].enumerated().map {
+            ObjectRecord(key: ObjectKey("Item", wrap + Int64($0.offset)), attributes: ["name": .string("wrap"), "i64": .integer($0.element)])
+        }))
+        let wrapped = try store.aggregate(AggregateRequest(entity: "Item", predicate: .compare("name", .equal, .string("wrap")), expressions: [.sum("i64")]))
+        #expect(wrapped.first?.values["sum(i64)"] == .integer(Int64.max))
         // A sum past 64 bits is an error, from SQL or not (the extremes hold Int64.max and min).
         #expect(throws: StoreError.self) { try store.aggregate(AggregateRequest(entity: "Item", predicate: try ObjectPredicate("i64 > 0"), expressions: [.sum("i64")])) }
         // Requests that mean nothing are refused.

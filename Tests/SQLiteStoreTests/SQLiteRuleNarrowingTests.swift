@@ -184,3 +184,38 @@ struct SQLiteRelationshipNarrowingTests {
         }
     }
 }
+
+/// Aggregates over values SQLite holds in another form than it writes: answered from the objects.
+@Suite("SQLite aggregates decline what SQL would count otherwise than the reader")
+struct SQLiteAggregateDeclineTests {
+    @Test("a string kept as a blob is one group with the same text; an Integer 16 out of range is refused, not summed")
+    func declined() throws {
+        let model = try ManagedObjectModel {
+            Entity("Note") {
+                Attribute("tag", .string)
+                Attribute("n", .integer16)
+            }
+        }
+        let folder = try TemporaryFolder()
+        let url = folder.url.appending(path: "s.sqlite")
+        let store = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        _ = try store.allocatePrimaryKeys(entity: "Note", count: 2)
+        try store.save(ChangeSet(inserted: (1...2).map { ObjectRecord(key: ObjectKey("Note", Int64($0)), attributes: ["tag": .string("abc"), "n": .integer(1)]) }))
+        let request = AggregateRequest(entity: "Note", groupBy: ["tag"], expressions: [.count()])
+        #expect(try store.aggregate(request) == [AggregateRow(group: ["tag": .string("abc")], values: ["count": .integer(2)])])
+        try store.close()
+        let raw = try RawDatabase(url, readOnly: false)
+        try raw.execute("UPDATE ZNOTE SET ZTAG = CAST('abc' AS BLOB) WHERE Z_PK = 2")
+        raw.close()
+        let reopened = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        #expect(try reopened.aggregate(request) == [AggregateRow(group: ["tag": .string("abc")], values: ["count": .integer(2)])], "the reader reads the blob as the text")
+        try reopened.close()
+        let again = try RawDatabase(url, readOnly: false)
+        try again.execute("UPDATE ZNOTE SET ZN = 70000 WHERE Z_PK = 1")
+        again.close()
+        let damaged = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? damaged.close() }
+        let error = try #require(throws: StoreError.self) { try damaged.aggregate(AggregateRequest(entity: "Note", expressions: [.sum("n")])) }
+        #expect(error.code == .corrupt)
+    }
+}

@@ -5,8 +5,9 @@ import ObjectModel
 public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     /// How many objects (without an attribute), or how many have a value for the attribute.
     case count
-    /// The sum of a numeric attribute's values: an integer for integer attributes (an error where
-    /// it leaves 64 bits), a double for floating-point ones; 0 over no values.
+    /// The sum of a numeric attribute's values: an integer for integer attributes, exact (an error
+    /// only where the total leaves 64 bits, whatever the order of its terms), a double for
+    /// floating-point ones; 0 over no values.
     case sum
     /// The smallest value, in the order sorting uses (``ValueOrdering/total(_:_:)``: strings by
     /// their UTF-8 bytes, NaN before other numbers); none over no values.
@@ -219,6 +220,9 @@ package struct AggregateAccumulator {
         var group: [Value?]
         var count: [Int]
         var integerSum: [Int64]
+        /// How many times each integer sum wrapped past 2^63 upwards (less downwards): the exact sum
+        /// is `integerSum + wraps × 2^64`, a value only when `wraps` is 0 at the end.
+        var wraps: [Int]
         var doubleSum: [Double]
         var extreme: [Value?]
     }
@@ -238,6 +242,7 @@ package struct AggregateAccumulator {
             let key = values.map(Part.init)
             var state = groups[key] ?? State(group: values, count: Array(repeating: 0, count: expressions.count),
                                              integerSum: Array(repeating: 0, count: expressions.count),
+                                             wraps: Array(repeating: 0, count: expressions.count),
                                              doubleSum: Array(repeating: 0, count: expressions.count),
                                              extreme: Array(repeating: nil, count: expressions.count))
             for (i, expression) in expressions.enumerated() {
@@ -252,7 +257,7 @@ package struct AggregateAccumulator {
                 case .sum, .average:
                     if AggregatePlan.isInteger(attribute), case .integer(let v) = value {
                         let (sum, overflow) = state.integerSum[i].addingReportingOverflow(v)
-                        if overflow { throw StoreError(.invalidFetch, "\(plan.request.entityName).\(attribute.name): the sum leaves 64 bits") }
+                        if overflow { state.wraps[i] += v > 0 ? 1 : -1 }
                         state.integerSum[i] = sum
                     } else {
                         state.doubleSum[i] += value.numericValue ?? .nan
@@ -276,7 +281,7 @@ package struct AggregateAccumulator {
         if plan.request.groupBy.isEmpty && states.isEmpty {
             let n = plan.request.expressions.count
             states = [State(group: [], count: Array(repeating: 0, count: n), integerSum: Array(repeating: 0, count: n),
-                            doubleSum: Array(repeating: 0, count: n), extreme: Array(repeating: nil, count: n))]
+                            wraps: Array(repeating: 0, count: n), doubleSum: Array(repeating: 0, count: n), extreme: Array(repeating: nil, count: n))]
         }
         states.sort { a, b in
             for (x, y) in zip(a.group, b.group) {
@@ -285,7 +290,11 @@ package struct AggregateAccumulator {
             }
             return false
         }
-        return states.map { state in
+        return try states.map { state in
+            // A sum is exact, whatever the order of its terms: an error only where the total leaves 64 bits.
+            for (i, attribute) in plan.expressionAttributes.enumerated() where state.wraps[i] != 0 {
+                throw StoreError(.invalidFetch, "\(plan.request.entityName).\(attribute?.name ?? ""): the sum leaves 64 bits")
+            }
             var group: [String: Value] = [:]
             for (attribute, value) in zip(plan.groupAttributes, state.group) { group[attribute.name] = value }
             var values: [String: Value] = [:]
