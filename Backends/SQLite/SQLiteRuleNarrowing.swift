@@ -4,9 +4,11 @@ import ObjectStore
 
 extension SQLiteStore: RuleNarrowing {
     /// One SELECT per page: the rows whose columns are NULL where a value is required, out of
-    /// bounds, out of length, not matching a pattern, or of a storage class the attribute's type
-    /// does not give. Lengths and patterns of text are judged by the validator's own rules, called
-    /// from SQL (``SQLiteFunctions``), so no row that obeys every rule is given.
+    /// bounds, out of length or not matching a pattern; whose relationships break a rule; and whose
+    /// columns, with a rule or not, hold what the reader refuses (another storage class, an integer
+    /// out of range, text that is not UTF-8). Lengths and patterns of text are judged by the
+    /// validator's own rules, called from SQL (``SQLiteFunctions``), so a row that obeys every rule
+    /// is given only when its values are in a form the reader takes but SQL does not know.
     public func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],
