@@ -96,15 +96,7 @@ private let compareStrings: @convention(c) (OpaquePointer?, Int32, UnsafeMutable
 }
 
 private let checkUTF8: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
-    guard count == 1, let arguments, let valid = withText(arguments[0], { utf8 -> Bool in
-        // ASCII a word at a time; from the first other byte, the standard library's check.
-        var i = 0
-        if let base = UnsafeRawPointer(utf8.baseAddress) {
-            while i + 8 <= utf8.count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
-        }
-        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
-        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
-    }) else {
+    guard count == 1, let arguments, let valid = withText(arguments[0], ObjectValidator.isUTF8) else {
         return sqlite3_result_null(context)
     }
     sqlite3_result_int(context, valid ? 1 : 0)

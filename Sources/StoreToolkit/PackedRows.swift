@@ -555,17 +555,6 @@ struct RowCursor {
         return text
     }
 
-    /// Whether `utf8` is UTF-8: ASCII a word at a time, the rest by the standard library's check.
-    static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        var i = 0
-        while i + 8 <= utf8.count {
-            if UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
-            i += 8
-        }
-        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
-        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
-    }
-
     /// A value (see ``BinaryReader/value()``); with `validating`, strings are checked for UTF-8.
     mutating func value(validating: Bool = false) throws -> Value? {
         let from = at
@@ -606,7 +595,7 @@ struct RowCursor {
         case 2, 7: try skip(8)
         case 4:
             let n = try length()
-            guard Self.isUTF8(UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])) else { throw corrupt("a string is not valid UTF-8", at: from + 1) }
+            guard ObjectValidator.isUTF8(UnsafeBufferPointer(rebasing: bytes[at..<(at + n)])) else { throw corrupt("a string is not valid UTF-8", at: from + 1) }
             at += n
         case 8: try skip(try length())
         case 9: try skip(16)

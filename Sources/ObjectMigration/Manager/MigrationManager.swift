@@ -415,7 +415,9 @@ public final class MigrationManager: Sendable {
                         try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap { try brokenRules(of: $0, entity, in: destination, whole: whole) }
                     }
                     if whole { relationshipsChecked.insert(d) }
-                } else if let narrowed = try step(m, .validate, nil, { try narrowedFailures(entity, in: destination, whole: whole) }) {
+                } else if let narrowed = try step(m, .validate, nil, {
+                    try narrowedFailures(entity, in: destination) { try brokenRules(of: $0, entity, in: destination, whole: whole) }
+                }) {
                     attributeFailures[d] = narrowed
                     if whole { relationshipsChecked.insert(d) }
                 }
@@ -481,15 +483,16 @@ public final class MigrationManager: Sendable {
         return try validate(mappings, context, destination: destination, attributeFailures: attributeFailures)
     }
 
-    /// The attribute rules `entity`'s objects break (and with `whole` their relationship rules), read
-    /// only from the objects the destination says may break one (``RuleNarrowing``); nil when it cannot say.
-    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore, whole: Bool) throws -> [ValidationFailure]? {
+    /// The rules `check` finds broken, read only from the objects of `entity` the destination says
+    /// may break one (``RuleNarrowing``); nil when it cannot say.
+    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore,
+                                  check: (ObjectRecord) throws -> [ValidationFailure]) throws -> [ValidationFailure]? {
         guard let narrowing = destination as? any RuleNarrowing else { return nil }
         var failures: [ValidationFailure] = []
         var after: Int64?
         while true {
             guard let page = try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize) else { return nil }
-            failures += try page.flatMap { try brokenRules(of: $0, entity, in: destination, whole: whole) }
+            failures += try page.flatMap(check)
             guard page.count == batchSize, let last = page.last else { return failures }
             after = last.key.primaryKey
         }
@@ -589,20 +592,12 @@ public final class MigrationManager: Sendable {
             return []
         }
         // Relationships alone, in a store that narrows their rules: only the objects it names are read.
-        if !checkingAttributes, let narrowing = destination as? any RuleNarrowing, narrowing.narrowsRelationshipRules {
-            var failures: [ValidationFailure] = []
-            var after: Int64?
-            while let page = try step(m, .validate, nil, { try narrowing.objectsThatMayBreakRules(of: entity, after: after, limit: batchSize) }) {
-                failures += try step(m, .validate, nil) {
-                    try page.flatMap { try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false) }
-                }
-                guard page.count == batchSize, let last = page.last else {
-                    report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
-                    return failures
-                }
-                after = last.key.primaryKey
-            }
-            // The store could not narrow this entity: every object is read below.
+        if !checkingAttributes, (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true,
+           let narrowed = try step(m, .validate, nil, {
+               try narrowedFailures(description, in: destination) { try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false) }
+           }) {
+            report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
+            return narrowed
         }
         var failures: [ValidationFailure] = []
         var done = 0

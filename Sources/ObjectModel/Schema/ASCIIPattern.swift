@@ -8,7 +8,8 @@ import Foundation
 /// escapes `\d \D \w \W \s \S \t \n \r \f \e \a` and escaped punctuation, groups `(…)` and
 /// `(?:…)`, alternation, the greedy quantifiers `* + ? {n} {n,} {n,m}` over what cannot match the
 /// empty text, `^`, and `$` as the pattern's last character. A pattern with anything else (lazy or
-/// possessive forms included), or with other than ASCII, is not compiled (``WholeMatch`` asks ICU).
+/// possessive forms included), more than 63 single-character items once counts are written out,
+/// or other than ASCII, is not compiled (``WholeMatch`` asks ICU).
 ///
 /// Which ASCII characters each single-character item matches is asked of ICU itself, once per
 /// item when the pattern is compiled, so the answers are ICU's: `\s`, `.` and case-insensitive
@@ -31,17 +32,16 @@ struct ASCIIPattern: Sendable {
     /// The most states a pattern may compile to (a counted repetition copies its item).
     static let stateLimit = 512
 
-    /// The consuming states: what each matches and the state it leads to. The state numbered
-    /// `sets.count` is the match.
+    /// The consuming states, each a bit of a word: what each matches and the state it leads to.
+    /// Bit `sets.count` is the match, so a pattern has at most 63 consuming states.
     private let sets: [CharacterSet]
     private let targets: [Int]
-    /// For each ASCII character, a bitset of `words` words: the consuming states that take it.
+    /// For each ASCII character, the consuming states that take it.
     private let accepting: [UInt64]
-    /// Bitsets of `words` words: the consuming states (and the match) reached from each state
-    /// without consuming, at a position that is or is not the text's start and its end (four
-    /// variants per state, `closures[(state * 4 + variant) * words ...]`).
+    /// The consuming states (and the match) reached from each state without consuming, at a
+    /// position that is or is not the text's start and its end (four variants per state,
+    /// `closures[state * 4 + variant]`; the match's row is 0).
     private let closures: [UInt64]
-    private let words: Int
     private let entry: Int
 
     /// Compiles `pattern`, asking `matching` for the ASCII characters each single-character item
@@ -53,10 +53,6 @@ struct ASCIIPattern: Sendable {
         guard let tree = parser.parseWhole() else { return nil }
         var builder = Builder()
         guard let entry = builder.emit(tree, next: Builder.match) else { return nil }
-        self.init(builder, entry: entry)
-    }
-
-    private init(_ builder: Builder, entry: Int) {
         // Renumber: consuming states first, then the match; split and assertion states vanish into the closures.
         let states = builder.states
         var number = [Int](repeating: -1, count: states.count)
@@ -65,11 +61,10 @@ struct ASCIIPattern: Sendable {
             if case .consume(let set, _) = state { number[index] = sets.count; sets.append(set) }
         }
         let match = sets.count
-        let words = (match + 1 + 63) / 64
-        var closures = [UInt64](repeating: 0, count: (states.count + 1) * 4 * words)
+        guard match < 64 else { return nil }
+        var closures = [UInt64](repeating: 0, count: (states.count + 1) * 4)
         for start in -1..<states.count {
             for variant in 0..<4 {
-                let base = ((start + 1) * 4 + variant) * words
                 var seen = Set<Int>()
                 var stack = [start]
                 while let s = stack.popLast() {
@@ -83,23 +78,20 @@ struct ASCIIPattern: Sendable {
                         case .atEnd(let next): if variant & 2 != 0 { stack.append(next) }; reached = nil
                         }
                     }
-                    if let reached { closures[base + reached / 64] |= 1 << UInt64(reached % 64) }
+                    if let reached { closures[(start + 1) * 4 + variant] |= 1 << UInt64(reached) }
                 }
             }
         }
-        // Each consuming state's target, as a row of `closures` (the match's row is `0`).
-        self.targets = states.compactMap { state in
+        // Each consuming state's target, as a row of `closures`.
+        targets = states.compactMap { state in
             if case .consume(_, let next) = state { return next + 1 }
             return nil
         }
-        var accepting = [UInt64](repeating: 0, count: 128 * words)
-        for byte in UInt8(0)..<0x80 {
-            for (s, set) in sets.enumerated() where set.contains(byte) { accepting[Int(byte) * words + s / 64] |= 1 << UInt64(s % 64) }
+        accepting = (UInt8(0)..<0x80).map { byte in
+            sets.enumerated().reduce(UInt64(0)) { $1.element.contains(byte) ? $0 | 1 << UInt64($1.offset) : $0 }
         }
-        self.accepting = accepting
         self.sets = sets
         self.closures = closures
-        self.words = words
         self.entry = entry + 1
     }
 
@@ -107,46 +99,6 @@ struct ASCIIPattern: Sendable {
     /// than ASCII (the characters before it are matched exactly, so a text whose ASCII beginning
     /// cannot match is answered).
     func matches(_ text: UnsafeBufferPointer<UInt8>) -> Bool? {
-        let n = text.count
-        let words = words
-        let match = sets.count
-        if words == 1 { return matchesInOneWord(text) }
-        return closures.withUnsafeBufferPointer { closures in
-            accepting.withUnsafeBufferPointer { accepting in
-                targets.withUnsafeBufferPointer { targets in
-                    withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * words) { buffer -> Bool? in
-                        var current = buffer.baseAddress!, next = current + words
-                        let first = (entry * 4 + (n == 0 ? 3 : 1)) * words
-                        for w in 0..<words { current[w] = closures[first + w] }
-                        for position in 0..<n {
-                            let byte = text[position]
-                            guard byte < 0x80 else { return nil }
-                            // The consuming states that take this character, and where each leads.
-                            let variant = position + 1 == n ? 2 : 0
-                            var any: UInt64 = 0
-                            for w in 0..<words { next[w] = 0 }
-                            for w in 0..<words {
-                                var bits = current[w] & accepting[Int(byte) * words + w]
-                                any |= bits
-                                while bits != 0 {
-                                    let row = (targets[w * 64 + bits.trailingZeroBitCount] * 4 + variant) * words
-                                    bits &= bits - 1
-                                    for x in 0..<words { next[x] |= closures[row + x] }
-                                }
-                            }
-                            // No state left: no text with this beginning matches, whatever follows.
-                            guard any != 0 else { return false }
-                            swap(&current, &next)
-                        }
-                        return current[match / 64] & (1 << UInt64(match % 64)) != 0
-                    }
-                }
-            }
-        }
-    }
-
-    /// ``matches(_:)`` for a pattern of at most 63 consuming states: each set of states one word.
-    private func matchesInOneWord(_ text: UnsafeBufferPointer<UInt8>) -> Bool? {
         let n = text.count
         return closures.withUnsafeBufferPointer { closures in
             accepting.withUnsafeBufferPointer { accepting in

@@ -166,7 +166,7 @@ enum ModelChecker {
         if let minLength = rules.minLength, let maxLength = rules.maxLength, minLength > maxLength {
             problems.append("\(place): minimum length \(minLength) exceeds maximum length \(maxLength)")
         }
-        if let pattern = rules.pattern, (try? WholeMatch.matcher(for: pattern)) == nil {
+        if let pattern = rules.pattern, (try? NSRegularExpression(pattern: pattern)) == nil {
             problems.append("\(place): regular expression \(String(reflecting: pattern)) does not compile")
         }
         return problems

@@ -304,6 +304,17 @@ public enum ObjectValidator {
         return count
     }
 
+    /// Whether `utf8` is UTF-8 (as a reader takes text): ASCII a word at a time, from the first
+    /// other byte the standard library's check.
+    package static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        if let base = UnsafeRawPointer(utf8.baseAddress) {
+            while i + 8 <= utf8.count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+        }
+        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
+        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
+    }
+
     /// Ranges of scalars whose grapheme-break property joins them to no neighbour (not a mark,
     /// joiner, prepend, control, regional indicator, Hangul jamo or pictograph): a text of them
     /// alone has as many characters as scalars. Checked against Swift's own count, scalar by

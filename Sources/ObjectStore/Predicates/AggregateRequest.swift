@@ -114,15 +114,20 @@ extension PersistentStore {
     ///   attribute, a function the attribute's type has no meaning for, two expressions of one
     ///   name, or an integer sum that leaves 64 bits.
     public func aggregate(_ request: AggregateRequest) throws -> [AggregateRow] {
-        _ = try AggregatePlan(request, model: model)
+        let plan = try AggregatePlan(request, model: model)
         if let store = self as? any AggregateFetching, let rows = try store.aggregateWhereStored(request) { return rows }
-        return try aggregateFromObjects(request)
+        return try aggregateFromObjects(plan)
     }
 
     /// The answer computed from the objects the request selects, read a batch at a time: the
     /// reference a store's own computation is held to.
     package func aggregateFromObjects(_ request: AggregateRequest) throws -> [AggregateRow] {
-        var accumulator = AggregateAccumulator(try AggregatePlan(request, model: model))
+        try aggregateFromObjects(AggregatePlan(request, model: model))
+    }
+
+    private func aggregateFromObjects(_ plan: AggregatePlan) throws -> [AggregateRow] {
+        let request = plan.request
+        var accumulator = AggregateAccumulator(plan)
         let fetch = FetchRequest(entity: request.entityName, predicate: request.predicate, includesSubentities: request.includesSubentities)
         try fetchBatches(fetch, batchSize: 1_000) { try accumulator.add($0) }
         return try accumulator.rows()
