@@ -113,7 +113,29 @@ struct PostgreSQLLayout: Sendable {
     let relations: [(kind: String, name: String, ddl: [String])]
     /// The indexes of the tables of ``relations`` beyond their primary keys: made with the tables,
     /// or, for a store filled in one go, once its bulk load is done (``PostgreSQLStore``).
-    let indexes: [String]
+    let indexes: [Index]
+    /// Each root table's columns after `pk`, `entity` and `version`, with their types.
+    let tableColumns: [String: [(name: String, type: String)]]
+
+    /// An index beyond a table's primary key.
+    struct Index: Sendable {
+        /// The table (unqualified).
+        let table: String
+        /// Its columns, each with `DESC` when descending.
+        let keys: [(column: String, descending: Bool)]
+        /// The statement that makes it.
+        let statement: String
+
+        init(_ location: PostgreSQLLocation, _ table: String, _ keys: [(column: String, descending: Bool)]) {
+            self.table = table
+            self.keys = keys
+            statement = "CREATE INDEX ON \(location.qualified(table)) ("
+                + keys.map { PGConnection.quote($0.column) + ($0.descending ? " DESC" : "") }.joined(separator: ", ") + ")"
+        }
+
+        /// What tells two indexes apart: the table and the keys, as ``PostgreSQLSchemaChange`` reads them from the catalog.
+        var signature: String { table + "\u{1F}" + keys.map { $0.column + ($0.descending ? " DESC" : "") }.joined(separator: "\u{1F}") }
+    }
 
     /// A table of a hierarchy: its columns by (declaring entity, property) and their types.
     private struct HierarchyTable {
@@ -221,28 +243,30 @@ struct PostgreSQLLayout: Sendable {
         self.entities = entities
 
         // DDL: each root's table and sequence, indexes for every to-one and fetch index, join tables.
-        var indexes: [String] = []
+        var indexes: [Index] = []
+        var tableColumns: [String: [(name: String, type: String)]] = [:]
         for root in descriptions where root.parent == nil {
             let name = Self.identifier(root.name)
             let table = tables[root.name]!
+            tableColumns[name] = table.columns
             let qualified = location.qualified(name)
             let ddl = ["CREATE TABLE \(qualified) (pk bigint PRIMARY KEY, entity text NOT NULL, version bigint NOT NULL"
                        + table.columns.map { ", \(PGConnection.quote($0.name)) \($0.type)" }.joined() + ")"]
             // (entity, pk): one entity's rows in key order, what scans and counts ask, answered by the
             // index alone whatever statistics the planner has (none, right after a bulk load).
-            indexes.append("CREATE INDEX ON \(qualified) (entity, pk)")
+            indexes.append(Index(location, name, [("entity", false), ("pk", false)]))
             for (column, type) in table.columns where type == "bigint" && table.columns.contains(where: { $0.name == column + "_entity" }) {
-                indexes.append("CREATE INDEX ON \(qualified) (\(PGConnection.quote(column)))")
+                indexes.append(Index(location, name, [(column, false)]))
             }
             for entity in descriptions where entity.rootName == root.name {
                 for index in entity.declaration.indexes {
-                    let columns = index.elements.compactMap { element -> String? in
+                    let keys = index.elements.compactMap { element -> (column: String, descending: Bool)? in
                         guard let slot = entity.layout.attributeSlot(element.property) else {
-                            return entity.layout.toOneSlot(element.property).map { PGConnection.quote(entities[entity.name]!.toOne[$0].key) }
+                            return entity.layout.toOneSlot(element.property).map { (entities[entity.name]!.toOne[$0].key, false) }
                         }
-                        return PGConnection.quote(entities[entity.name]!.attributes[slot]) + (element.ascending ? "" : " DESC")
+                        return (entities[entity.name]!.attributes[slot], !element.ascending)
                     }
-                    if !columns.isEmpty { indexes.append("CREATE INDEX ON \(qualified) (\(columns.joined(separator: ", ")))") }
+                    if !keys.isEmpty { indexes.append(Index(location, name, keys)) }
                 }
             }
             relations.append(("table", name, ddl))
@@ -255,10 +279,11 @@ struct PostgreSQLLayout: Sendable {
                 "CREATE TABLE \(qualified) (owner bigint NOT NULL, member bigint NOT NULL, member_entity text NOT NULL, "
                     + "position bigint NOT NULL, PRIMARY KEY (owner, member))",
             ]))
-            indexes.append("CREATE INDEX ON \(qualified) (member)")
+            indexes.append(Index(location, name, [("member", false)]))
         }
         self.relations = relations
         self.indexes = indexes
+        self.tableColumns = tableColumns
     }
 
     /// The sequence of `root`'s keys.

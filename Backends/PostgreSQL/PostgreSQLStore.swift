@@ -147,7 +147,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                     // A store filled in one go builds its indexes once it is filled: a bulk load into
                     // tables without them, then each index built whole, takes half the time.
                     if try PostgreSQLStoreType.create(connection, location, layout: layout, model: model, deferringIndexes: streams) {
-                        owedIndexes = streams ? layout.indexes : []
+                        owedIndexes = streams ? layout.indexes.map(\.statement) : []
                     }
                 }
                 let metadata = try PostgreSQLStoreType.readMetadata(connection, location)

@@ -291,7 +291,7 @@ public struct PostgreSQLStoreType: StoreType {
                 try connection.query("INSERT INTO \(location.qualified(PostgreSQLLayout.relationsTable)) (name, kind) VALUES ($1, $2)",
                                      [.text(relation.name), .text(relation.kind)])
             }
-            if !deferringIndexes { for statement in layout.indexes { try connection.execute(statement) } }
+            if !deferringIndexes { for index in layout.indexes { try connection.execute(index.statement) } }
             try connection.execute("CREATE TABLE \(location.qualified(PostgreSQLLayout.metadataTable)) (key text PRIMARY KEY, value bytea NOT NULL)")
             try writeMetadata(try StoreMetadata(storeType: PostgreSQLStore.typeName, model: model), connection, location)
             return true

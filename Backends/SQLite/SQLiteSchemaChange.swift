@@ -13,10 +13,10 @@ import ObjectStore
 /// a relationship's storage changed) is a blocker, and the migrator copies instead.
 extension SQLiteStoreType: SchemaChanging {
     public func schemaChangeBlockers(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> [String] {
-        SQLiteSchemaStep(from: source, to: destination).blockers
+        SchemaStep(from: source, to: destination).blockers
     }
 
-    public func changeSchema(at given: URL, through models: [ManagedObjectModel]) throws {
+    public func changeSchema(at given: URL, through models: [ManagedObjectModel], recording record: HistoryRecord?) throws {
         let url = FileOperations.resolved(given)
         guard let first = models.first else { return }
         let (connection, metadata) = try Self.openExisting(url, readOnly: false)
@@ -26,7 +26,7 @@ extension SQLiteStoreType: SchemaChanging {
         }
         try connection.transaction {
             for (source, destination) in zip(models, models.dropFirst()) {
-                let step = SQLiteSchemaStep(from: source, to: destination)
+                let step = SchemaStep(from: source, to: destination)
                 guard step.blockers.isEmpty else {
                     throw StoreError(.invalidChange, "cannot change the schema in place: " + step.blockers.joined(separator: "; "), url: url)
                 }
@@ -41,6 +41,8 @@ extension SQLiteStoreType: SchemaChanging {
             try Self.writeMetadata(updated, to: connection)
             // Core Data's cached model describes the old version: the new one's replaces it.
             try Self.writeModelCache(last, to: connection)
+            var tableKnown = false
+            if let record { try SQLiteHistory.append(record, connection, tableKnown: &tableKnown) }
         }
     }
 
@@ -56,132 +58,8 @@ extension SQLiteStoreType: SchemaChanging {
     }
 }
 
-/// One version step of an in-place change: which source entity, attribute and relationship each
-/// destination one continues (by renaming identifier, else by name, as inference matches them),
-/// what blocks doing it with DDL, and the DDL.
-struct SQLiteSchemaStep {
-    let source: ManagedObjectModel
-    let destination: ManagedObjectModel
-    /// Destination entity → the source entity it continues.
-    private(set) var oldEntity: [String: String] = [:]
-    /// Why the step cannot be done in place, one sentence per change; empty when it can.
-    private(set) var blockers: [String] = []
-
-    init(from source: ManagedObjectModel, to destination: ManagedObjectModel) {
-        self.source = source
-        self.destination = destination
-        var taken: Set<String> = []
-        for byIdentifier in [true, false] {
-            for new in destination.entityDescriptions where oldEntity[new.name] == nil {
-                let name = byIdentifier ? new.declaration.renamingIdentifier ?? new.name : new.name
-                if source.entity(named: name) != nil, taken.insert(name).inserted { oldEntity[new.name] = name }
-            }
-        }
-        let newEntity = Dictionary(uniqueKeysWithValues: oldEntity.map { ($1, $0) })
-        for new in destination.entityDescriptions {
-            guard let old = oldEntity[new.name].flatMap(source.entity(named:)) else { continue }
-            if old.parent.map({ newEntity[$0] }) != new.parent.map({ Optional($0) }) || old.isAbstract != new.isAbstract {
-                blockers.append("\(new.name): its place in the hierarchy changed")
-            }
-            if old.declaration.uniquenessConstraints != new.declaration.uniquenessConstraints {
-                blockers.append("\(new.name): its uniqueness constraints changed, so every object must be checked")
-            }
-            for change in Self.attributeChanges(old.declaration, new.declaration) {
-                if case .blocked(let reason) = change { blockers.append(reason) }
-            }
-            for (was, relationship) in relationshipPairs(old, new) {
-                guard let was else {
-                    if !relationship.isOptional || relationship.minCount > 0 {
-                        blockers.append("\(new.name).\(relationship.name): a required relationship added, which no object has")
-                    }
-                    continue
-                }
-                if let reason = relationshipBlocker(was, relationship, newEntity: newEntity) { blockers.append("\(new.name).\(relationship.name): \(reason)") }
-            }
-        }
-        for old in source.entityDescriptions where newEntity[old.name] == nil {
-            if old.ancestors.contains(where: { newEntity[$0] != nil }) {
-                blockers.append("\(old.name): removed while its hierarchy stays, so its objects must be deleted one by one")
-            }
-        }
-    }
-
-    /// The entity's own stored relationships in the destination, each with the source one it continues (nil: new).
-    private func relationshipPairs(_ old: EntityDescription, _ new: EntityDescription) -> [(Relationship?, Relationship)] {
-        let stored = old.declaration.relationships.filter { !$0.isTransient }
-        var taken: Set<String> = []
-        return new.declaration.relationships.filter { !$0.isTransient }.map { relationship in
-            let identity = relationship.renamingIdentifier ?? relationship.name
-            let was = stored.first { $0.name == identity && !taken.contains($0.name) }
-                ?? stored.first { $0.name == relationship.name && !taken.contains($0.name) }
-            if let was { taken.insert(was.name) }
-            return (was, relationship)
-        }
-    }
-
-    /// Why a kept relationship cannot stay where it is stored, or nil.
-    private func relationshipBlocker(_ was: Relationship, _ now: Relationship, newEntity: [String: String]) -> String? {
-        if was.isToMany != now.isToMany || was.isOrdered != now.isOrdered { return "it changed between to-one, to-many and ordered" }
-        if newEntity[was.destination] != now.destination { return "its destination changed" }
-        let tighter = (was.isOptional && !now.isOptional) || now.minCount > was.minCount
-            || (now.maxCount > 0 && (was.maxCount == 0 || now.maxCount < was.maxCount))
-        if tighter { return "its rules changed, so every object must be checked" }
-        // Where a to-many is stored depends on its inverse: that to-one's column, a join table, or a hidden column.
-        if now.isToMany {
-            let from = source.entity(named: was.destination)!, to = destination.entity(named: now.destination)!
-            let oldInverse = was.inverse.flatMap { from.relationshipsByName[$0] }
-            let newInverse = now.inverse.flatMap { to.relationshipsByName[$0] }
-            let continued = oldInverse.flatMap { old in relationshipPairs(from, to).first { $0.0?.name == old.name }?.1.name }
-            if oldInverse?.isToMany != newInverse?.isToMany || continued != newInverse?.name {
-                return "its inverse changed, so it is stored elsewhere"
-            }
-        } else if source.entity(named: was.destination)?.subentities.isEmpty == true,
-                  destination.entity(named: now.destination)?.subentities.isEmpty == false {
-            return "its destination gained sub-entities, so each row must record its target's entity"
-        }
-        return nil
-    }
-
-    /// What happens to each stored attribute of an entity between two versions.
-    enum AttributeChange {
-        /// Kept (perhaps renamed): the old declaration and the new.
-        case kept(Attribute, Attribute)
-        /// New: a column for it, old rows given its default (or nil).
-        case added(Attribute)
-        /// Gone: its column dropped.
-        case removed(Attribute)
-        /// Not expressible in place; why.
-        case blocked(String)
-    }
-
-    /// The entity's own stored attributes, matched by renaming identifier or name as inference
-    /// matches them.
-    static func attributeChanges(_ old: Entity, _ new: Entity) -> [AttributeChange] {
-        let stored = old.attributes.filter { !$0.isTransient }
-        var changes: [AttributeChange] = []
-        var matched: Set<String> = []
-        for attribute in new.attributes where !attribute.isTransient {
-            let identity = attribute.renamingIdentifier ?? attribute.name
-            guard let was = stored.first(where: { $0.name == identity && !matched.contains($0.name) })
-                    ?? stored.first(where: { $0.name == attribute.name && !matched.contains($0.name) }) else {
-                changes.append(attribute.isOptional || attribute.defaultValue != nil ? .added(attribute)
-                               : .blocked("\(new.name).\(attribute.name): required, with no default"))
-                continue
-            }
-            matched.insert(was.name)
-            if was.type != attribute.type || was.allowsExternalBinaryDataStorage != attribute.allowsExternalBinaryDataStorage
-                || was.valueTransformerName != attribute.valueTransformerName {
-                changes.append(.blocked("\(new.name).\(attribute.name): its type or storage changed"))
-            } else if (was.isOptional && !attribute.isOptional) || was.validation != attribute.validation {
-                changes.append(.blocked("\(new.name).\(attribute.name): its rules changed, so every object must be checked"))
-            } else {
-                changes.append(.kept(was, attribute))
-            }
-        }
-        for attribute in stored where !matched.contains(attribute.name) { changes.append(.removed(attribute)) }
-        return changes
-    }
-
+/// SQLite's DDL for one version step (``SchemaStep``: the model side, shared with PostgreSQL).
+extension SchemaStep {
     /// Runs the step's DDL on `connection`, inside the caller's transaction: every table and
     /// column that holds data continues under its new name, what is gone is dropped, what is new
     /// is created empty, and `Z_PRIMARYKEY` names the new entity set.
@@ -300,7 +178,7 @@ struct SQLiteSchemaStep {
         /// New attribute columns, for their defaults.
         var added: [Column: Attribute] = [:]
 
-        init(_ step: SQLiteSchemaStep, current: SQLiteSchema, fresh: SQLiteSchema) throws {
+        init(_ step: SchemaStep, current: SQLiteSchema, fresh: SQLiteSchema) throws {
             func move(_ oldTable: String, _ oldColumn: String?, _ newTable: String, _ newColumn: String?) {
                 guard let oldColumn, let newColumn else { return }
                 tables[oldTable] = newTable
@@ -311,7 +189,7 @@ struct SQLiteSchemaStep {
                 let was = current.entities[oldName]!, now = fresh.entities[new]!
                 let old = step.source.entity(named: oldName)!, entity = step.destination.entity(named: new)!
                 for column in ["Z_PK", "Z_ENT", "Z_OPT"] { move(was.table, column, now.table, column) }
-                for change in SQLiteSchemaStep.attributeChanges(old.declaration, entity.declaration) {
+                for change in SchemaStep.attributeChanges(old.declaration, entity.declaration) {
                     switch change {
                     case .kept(let a, let b): move(was.table, was.attributes[a.name], now.table, now.attributes[b.name])
                     case .added(let attribute): added[Column(table: now.table, name: now.attributes[attribute.name]!)] = attribute

@@ -409,7 +409,9 @@ public final class StoreMigrator: Sendable {
                     try checkDataLoss(run, readingStoreAt: latest?.url ?? url, type: type)
                     let models = try [versions.model(named: step.source)] + run.map { try versions.model(named: $0.destination) }
                     logger.debug("steps \(run.map { "\($0.source) -> \($0.destination)" }.joined(separator: ", ")): in place, one transaction on \((latest?.url ?? url).path)")
-                    try changer.changeSchema(at: latest?.url ?? url, through: models)
+                    // On the original, the history records the migration in its transaction; a staged
+                    // store is given its history when it is installed.
+                    try changer.changeSchema(at: latest?.url ?? url, through: models, recording: latest == nil ? HistoryRecord(author: author) : nil)
                     // Fused steps share their time; every object went through each without being read
                     // (counted when the plan counted them).
                     let seconds = Date().timeIntervalSince(started) / Double(run.count)
@@ -453,17 +455,10 @@ public final class StoreMigrator: Sendable {
                 logger.debug("step \(index + 1) done in \(String(format: "%.3f", result.seconds.last!)) s")
                 index += 1
             }
-            // Every step in place: the original itself changed, in one transaction. Its history
-            // then records the migration as a copy's does: one transaction, by the author, listing
-            // no object (any may have changed).
-            guard let latest else {
-                let store = try type.open(at: url, model: try versions.model(named: plan.steps.last!.destination),
-                                          options: StoreOptions(createIfMissing: false))
-                defer { try? store.close() }
-                try store.continueHistory(after: 0, recording: HistoryRecord(author: author))
-                try store.close()
-                return result
-            }
+            // Every step in place: the original itself changed, in one transaction that also
+            // recorded the migration in its history as a copy's install does: one transaction, by
+            // the author, listing no object (any may have changed).
+            guard let latest else { return result }
             guard type.changeToken(at: url) == before else {
                 throw MigrationError(.storeChanged, "\(Self.shown(url)) was written by another process while it was migrated; "
                                      + "it was left as that process wrote it: migrate it again when no process has it open")

@@ -109,18 +109,27 @@ public protocol ObjectCounting: PersistentStore {
 }
 
 /// A store type whose closed stores can move to another model version in place: their tables
-/// altered and their metadata updated in one transaction, no object loaded. SQLite adopts it
-/// (tables and columns added, renamed and dropped: docs/migrations.md), and `StoreMigrator` uses it for the steps
-/// of a plan it can serve.
+/// altered and their metadata updated in one transaction, no object loaded. SQLite and PostgreSQL
+/// adopt it (tables and columns added, renamed and dropped: docs/migrations.md; ``SchemaStep`` is
+/// the model side both share), and `StoreMigrator` uses it for the steps of a plan it can serve.
 public protocol SchemaChanging: StoreType {
     /// Why a store of `source` cannot move to `destination` in place, one sentence per change
     /// naming the entity and property; empty when it can.
     func schemaChangeBlockers(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> [String]
 
     /// Moves the closed store at `url`, written with `models[0]`, through each following model
-    /// in turn, all in one transaction: after an error or a crash it is as it was.
+    /// in turn, all in one transaction: after an error or a crash it is as it was. `record`, when
+    /// given, is appended to the store's persistent history in that transaction (a migration's:
+    /// it lists no object, since any may have changed).
     /// - Throws: ``StoreError``; ``StoreError/Code/invalidChange`` when a step has blockers.
-    func changeSchema(at url: URL, through models: [ManagedObjectModel]) throws
+    func changeSchema(at url: URL, through models: [ManagedObjectModel], recording record: HistoryRecord?) throws
+}
+
+extension SchemaChanging {
+    /// ``changeSchema(at:through:recording:)`` with nothing recorded in the history.
+    public func changeSchema(at url: URL, through models: [ManagedObjectModel]) throws {
+        try changeSchema(at: url, through: models, recording: nil)
+    }
 }
 
 extension PersistentStore {
