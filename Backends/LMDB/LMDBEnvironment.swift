@@ -2,6 +2,7 @@ import CLMDB
 import CZlib
 import Foundation
 import ObjectStore
+import Synchronization
 
 /// An LMDB return code that is not `MDB_SUCCESS`.
 struct LMDBError: Error {
@@ -12,21 +13,35 @@ struct LMDBError: Error {
 
 /// One LMDB environment: a data file with `MDB_NOSUBDIR` and its `-lock` file.
 ///
-/// Not `Sendable`: it lives inside its store's lock. Every return code is checked
-/// where the call is made; values are copied out before their transaction ends.
-final class LMDBEnvironment {
+/// Shared by threads as liblmdb allows: read transactions run at once (the environment is
+/// opened with `MDB_NOTLS`), write transactions one at a time (liblmdb's writer lock, which
+/// also orders them with other processes'), and the map's size is changed and databases are
+/// opened only while no other transaction of this process runs. ``access`` keeps that last
+/// rule: every transaction holds it shared, a resize, a database open and ``close()``
+/// exclusively. ``databases`` and ``closed`` change only under it held exclusively; that is
+/// what `@unchecked` stands for. Every return code is checked where the call is made; values
+/// are copied out before their transaction ends.
+final class LMDBEnvironment: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     let readOnly: Bool
+    /// Held shared by each transaction, exclusively to resize the map, open databases or close.
+    private let access = ReadWriteLock()
+    /// The databases opened so far: written holding ``access`` exclusively, read holding it shared.
     private(set) var databases: [String: MDB_dbi] = [:]
+    /// Written holding ``access`` exclusively.
     private var closed = false
     /// Whether every value carries its checksum (format version 3, `docs/lmdb-format.md`): set
     /// when a store of that version is opened or created, before any value is read or written.
-    var checksummed = false
+    private let checksums = Atomic<Bool>(false)
+    var checksummed: Bool {
+        get { checksums.load(ordering: .relaxed) }
+        set { checksums.store(newValue, ordering: .relaxed) }
+    }
     /// Commits are not flushed one by one; ``sync()`` owes them to the disk.
     private let deferSync: Bool
     /// Transactions since the map's pages were last released (see ``releaseMapPages()``).
-    private var transactionsSinceRelease = 0
+    private let transactionsSinceRelease = Atomic<Int>(0)
 
     static let maxDatabases: UInt32 = 2_048
     static let minimumMapSize = 64 << 20
@@ -82,19 +97,23 @@ final class LMDBEnvironment {
     /// Forces every commit to stable storage (what a store opened with deferred durability
     /// owes at close); a failure is an error, never ignored.
     func sync() throws {
-        guard deferSync, !closed else { return }
-        let rc = mdb_env_sync(handle, 1)
-        if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
-            throw LMDBError(code: rc, what: "cannot flush the store to disk: \(full)")
+        try access.shared {
+            guard deferSync, !closed else { return }
+            let rc = mdb_env_sync(handle, 1)
+            if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
+                throw LMDBError(code: rc, what: "cannot flush the store to disk: \(full)")
+            }
+            try Self.check(rc, "cannot flush the store to disk")
         }
-        try Self.check(rc, "cannot flush the store to disk")
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        if deferSync { mdb_env_sync(handle, 1) }
-        mdb_env_close(handle)
+        access.exclusive {
+            guard !closed else { return }
+            closed = true
+            if deferSync { mdb_env_sync(handle, 1) }
+            mdb_env_close(handle)
+        }
     }
 
     static func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
@@ -102,114 +121,156 @@ final class LMDBEnvironment {
     }
 
     /// Opens (creating when `create`) the named databases; missing ones are skipped when not creating.
+    /// No other transaction of the process runs meanwhile (liblmdb's rule for `mdb_dbi_open`).
     func openDatabases(_ names: [String], create: Bool) throws {
-        try (create ? write : read) { txn in
-            for name in names where databases[name] == nil {
-                var dbi: MDB_dbi = 0
-                let rc = mdb_dbi_open(txn.handle, name, create ? LMDBDatabaseFlags.create.rawValue : 0, &dbi)
-                if rc == MDB_NOTFOUND && !create { continue }
-                try Self.check(rc, "cannot open database \(name)")
-                txn.opened.append((name, dbi))
+        try access.exclusive {
+            let opening = { (txn: LMDBTransaction) in try Self.openHandles(names, create: create, txn) }
+            while true {
+                switch try create ? attemptWrite(opening) : attemptRead(opening) {
+                case .done: return
+                case .mapFull: try grow()
+                case .mapResized: try adoptMapSize()
+                }
             }
         }
     }
 
-    fileprivate func adopt(_ opened: [(String, MDB_dbi)]) {
-        for (name, dbi) in opened { databases[name] = dbi }
+    private static func openHandles(_ names: [String], create: Bool, _ txn: LMDBTransaction) throws {
+        for name in names where txn.environment.databases[name] == nil {
+            var dbi: MDB_dbi = 0
+            let rc = mdb_dbi_open(txn.handle, name, create ? LMDBDatabaseFlags.create.rawValue : 0, &dbi)
+            if rc == MDB_NOTFOUND && !create { continue }
+            try Self.check(rc, "cannot open database \(name)")
+            txn.opened.append((name, dbi))
+        }
+        // Committed by the caller (the handles are the environment's once their transaction commits).
     }
 
-    /// Begins a read-only transaction (adopting a map another process grew).
-    private func beginRead() throws -> OpaquePointer {
-        for attempt in 0..<2 {
-            var txn: OpaquePointer?
-            let rc = mdb_txn_begin(handle, nil, LMDBTransactionFlags.readOnly.rawValue, &txn)
-            if rc == MDB_MAP_RESIZED && attempt == 0 {
-                // Another process grew the map: adopt its size and try again.
-                try Self.check(mdb_env_set_mapsize(handle, 0), "cannot adopt the new map size")
-                continue
+    /// What one try at a transaction came to: its result, or a map to grow or adopt first
+    /// (which needs every other transaction of the process ended: ``access`` held exclusively).
+    private enum Attempt<T> {
+        case done(T)
+        /// The map is full: grow it and run the transaction again.
+        case mapFull
+        /// Another process grew the map: adopt its size and begin again.
+        case mapResized
+    }
+
+    /// Begins a read-only transaction; nil when another process grew the map (``adoptMapSize()`` first).
+    private func beginRead() throws -> OpaquePointer? {
+        var txn: OpaquePointer?
+        let rc = mdb_txn_begin(handle, nil, LMDBTransactionFlags.readOnly.rawValue, &txn)
+        if rc == MDB_MAP_RESIZED { return nil }
+        try Self.check(rc, "cannot begin a read transaction")
+        return txn!
+    }
+
+    /// Takes the map size another process set (``access`` held exclusively).
+    private func adoptMapSize() throws {
+        try Self.check(mdb_env_set_mapsize(handle, 0), "cannot adopt the new map size")
+    }
+
+    /// Runs `attempt` holding ``access`` shared until it is done; a map to grow or adopt is
+    /// grown or adopted holding it exclusively, in between.
+    private func retrying<T>(_ attempt: () throws -> Attempt<T>) throws -> T {
+        while true {
+            switch try access.shared(attempt) {
+            case .done(let result): return result
+            case .mapFull: try access.exclusive { try grow() }
+            case .mapResized: try access.exclusive { try adoptMapSize() }
             }
-            try Self.check(rc, "cannot begin a read transaction")
-            return txn!
         }
-        throw LMDBError(code: MDB_MAP_RESIZED, what: "the map kept changing size")
     }
 
     /// A read-only transaction that stays open until the returned object is released:
     /// every read through it sees the environment at this moment. It keeps the
     /// environment open, and takes the databases opened so far with it.
     func snapshot() throws -> LMDBSnapshotTransaction {
-        let region = mapRegion()
-        return LMDBSnapshotTransaction(environment: self, handle: try beginRead(), databases: databases, region: region)
+        try retrying {
+            let region = mapRegion()
+            guard let txn = try beginRead() else { return .mapResized }
+            return .done(LMDBSnapshotTransaction(environment: self, handle: txn, databases: databases, region: region))
+        }
     }
 
-    /// Runs `body` in a read-only transaction.
+    /// Runs `body` in a read-only transaction, at the same time as other threads' transactions.
     func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
-        do {
-            let txn = try beginRead()
-            let transaction = LMDBTransaction(handle: txn, environment: self)
-            let result: T
-            do {
-                result = try body(transaction)
-            } catch {
-                mdb_txn_abort(txn)
-                throw error
-            }
-            // Commit frees the transaction whatever it returns: never abort after it.
-            try Self.check(mdb_txn_commit(txn), "cannot end a read transaction")
-            adopt(transaction.opened)
-            countTransaction()
-            return result
-        }
+        try retrying { try attemptRead(body) }
     }
 
-    /// Runs `body` in a write transaction, committed if it returns. When the map
-    /// is full the transaction is abandoned, the map doubled, and `body` run again.
-    /// A store whose file was moved or replaced since this environment opened it is not
-    /// written (``checkNotMoved()``).
-    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
-        while true {
-            var txn: OpaquePointer?
-            try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
-            do {
-                try checkNotMoved()
-            } catch {
-                mdb_txn_abort(txn)
-                throw error
-            }
-            let transaction = LMDBTransaction(handle: txn!, environment: self)
-            let result: T
-            do {
-                result = try body(transaction)
-            } catch let error as LMDBError where error.code == MDB_MAP_FULL {
-                mdb_txn_abort(txn)
-                try grow()
-                continue
-            } catch {
-                mdb_txn_abort(txn)
-                throw error
-            }
-            // Commit frees the transaction whatever it returns: never abort after it.
-            let rc = mdb_txn_commit(txn)
-            if rc == MDB_MAP_FULL {
-                try grow()
-                continue
-            }
-            if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
-                throw LMDBError(code: rc, what: "cannot commit: \(full)")
-            }
-            try Self.check(rc, "cannot commit")
-            adopt(transaction.opened)
-            countTransaction()
-            return result
+    private func attemptRead<T>(_ body: (LMDBTransaction) throws -> T) throws -> Attempt<T> {
+        guard let txn = try beginRead() else { return .mapResized }
+        let transaction = LMDBTransaction(handle: txn, environment: self)
+        let result: T
+        do {
+            result = try body(transaction)
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
         }
+        // Commit frees the transaction whatever it returns: never abort after it.
+        try Self.check(mdb_txn_commit(txn), "cannot end a read transaction")
+        adopt(transaction.opened)
+        countTransaction()
+        return .done(result)
+    }
+
+    /// Runs `body` in a write transaction, committed if it returns; other threads' reads go on
+    /// meanwhile, their writes wait (liblmdb's writer lock). When the map is full the transaction
+    /// is abandoned, the map doubled, and `body` run again. A store whose file was moved or
+    /// replaced since this environment opened it is not written (``checkNotMoved()``).
+    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        try retrying { try attemptWrite(body) }
+    }
+
+    private func attemptWrite<T>(_ body: (LMDBTransaction) throws -> T) throws -> Attempt<T> {
+        var txn: OpaquePointer?
+        let begun = mdb_txn_begin(handle, nil, 0, &txn)
+        if begun == MDB_MAP_RESIZED { return .mapResized }
+        try Self.check(begun, "cannot begin a write transaction")
+        do {
+            try checkNotMoved()
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        let transaction = LMDBTransaction(handle: txn!, environment: self)
+        let result: T
+        do {
+            result = try body(transaction)
+        } catch let error as LMDBError where error.code == MDB_MAP_FULL {
+            mdb_txn_abort(txn)
+            return .mapFull
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        // Commit frees the transaction whatever it returns: never abort after it.
+        let rc = mdb_txn_commit(txn)
+        if rc == MDB_MAP_FULL { return .mapFull }
+        if let full = FileOperations.fullDiskExplanation(rc, at: URL(filePath: path)) {
+            throw LMDBError(code: rc, what: "cannot commit: \(full)")
+        }
+        try Self.check(rc, "cannot commit")
+        adopt(transaction.opened)
+        countTransaction()
+        return .done(result)
+    }
+
+    /// The handles a transaction opened, the environment's once it committed: only transactions
+    /// run while ``access`` is held exclusively open any (``openDatabases(_:create:)``).
+    private func adopt(_ opened: [(String, MDB_dbi)]) {
+        for (name, dbi) in opened { databases[name] = dbi }
     }
 
     /// Runs `body` holding the writer lock (a write transaction that writes nothing), then aborts it.
     func holdingWriteLock<T>(_ body: () throws -> T) throws -> T {
-        var txn: OpaquePointer?
-        try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
-        defer { mdb_txn_abort(txn) }
-        return try body()
+        try access.shared {
+            var txn: OpaquePointer?
+            try Self.check(mdb_txn_begin(handle, nil, 0, &txn), "cannot begin a write transaction")
+            defer { mdb_txn_abort(txn) }
+            return try body()
+        }
     }
 
     /// Throws ``StoreError/Code/storeReplaced`` when the path this environment opened names
@@ -229,9 +290,8 @@ final class LMDBEnvironment {
     /// defers its syncs (a store being filled or copied: each transaction moves a batch, and
     /// 64 of them are much of the file) (see ``releaseMapPages()``).
     private func countTransaction() {
-        transactionsSinceRelease += 1
-        if transactionsSinceRelease >= (deferSync ? 1 : 64) {
-            transactionsSinceRelease = 0
+        let count = transactionsSinceRelease.wrappingAdd(1, ordering: .relaxed).newValue
+        if count >= (deferSync ? 1 : 64), transactionsSinceRelease.compareExchange(expected: count, desired: 0, ordering: .relaxed).exchanged {
             releaseMapPages()
         }
     }
@@ -294,7 +354,10 @@ final class LMDBEnvironment {
 
 /// A read transaction kept open across calls (a store's snapshot). It holds its
 /// environment open, and is aborted when released.
-final class LMDBSnapshotTransaction {
+///
+/// `@unchecked Sendable`: a read transaction may move between threads (`MDB_NOTLS`) and is used
+/// by one at a time, under the lock of the snapshots that share it.
+final class LMDBSnapshotTransaction: @unchecked Sendable {
     let environment: LMDBEnvironment
     let transaction: LMDBTransaction
 
@@ -314,7 +377,10 @@ final class LMDBSnapshotTransaction {
 
 /// One transaction. Valid only inside the closure it was given to (or while its
 /// ``LMDBSnapshotTransaction`` lives).
-final class LMDBTransaction {
+///
+/// `@unchecked Sendable` for its snapshot's sake (which keeps it under a lock); a transaction
+/// given to a closure never leaves that closure's thread.
+final class LMDBTransaction: @unchecked Sendable {
     let handle: OpaquePointer
     unowned let environment: LMDBEnvironment
     fileprivate var opened: [(String, MDB_dbi)] = []

@@ -3,6 +3,7 @@ import Foundation
 import ObjectModel
 import ObjectStore
 import StoreToolkit
+import Synchronization
 
 /// A store in an LMDB environment through the system liblmdb: one data file
 /// (`MDB_NOSUBDIR`) plus its `-lock` file.
@@ -35,11 +36,9 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     let historyPolicy: HistoryPolicy
     /// Entity numbers and value order, as the store records them.
     let format: LMDBRowFormat
-    /// Guards ``environment``.
-    private let lock = NSLock()
-    /// The environment. Not Sendable: only ever touched inside `lock`, one thread
-    /// at a time, and never escapes a call.
-    nonisolated(unsafe) private var environment: LMDBEnvironment?
+    /// The environment while the store is open. Calls take it out and run their transactions in
+    /// it at once: reads in parallel, writes one at a time (``LMDBEnvironment``).
+    private let state: Mutex<LMDBEnvironment?>
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         fileURL = url
@@ -88,7 +87,15 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
             }
         }
         identifier = metadata.storeUUID ?? UUID()
-        self.environment = environment
+        state = Mutex(environment)
+    }
+
+    /// The environment, or ``StoreError/Code/closed``.
+    func environment() throws -> LMDBEnvironment {
+        try state.withLock { environment in
+            guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+            return environment
+        }
     }
 
     // MARK: Contract
@@ -218,11 +225,9 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     /// A read-only store opened before any writer made the history database opens it once one did.
     private func openHistory() throws {
         guard isReadOnly else { return }
+        let environment = try environment()
         try LMDBStoreType.mapping(fileURL) {
-            try lock.withLock {
-                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-                if environment.databases[LMDBLayout.history] == nil { try environment.openDatabases([LMDBLayout.history], create: false) }
-            }
+            if environment.databases[LMDBLayout.history] == nil { try environment.openDatabases([LMDBLayout.history], create: false) }
         }
     }
 
@@ -232,12 +237,12 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     }
 
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).
-    public var mapSize: Int { lock.withLock { environment?.mapSize ?? 0 } }
+    public var mapSize: Int { (try? environment().mapSize) ?? 0 }
 
     /// Closes the store. Its environment (the map and the lock file) stays open while a
     /// snapshot of it is open, and closes with the last of them.
     public func close() throws {
-        let closing = lock.withLock { () -> LMDBEnvironment? in
+        let closing = state.withLock { environment in
             defer { environment = nil }
             return environment
         }
@@ -245,32 +250,20 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     }
 
     public func snapshot() throws -> any PersistentStore {
-        let transaction = try LMDBStoreType.mapping(fileURL) {
-            try lock.withLock {
-                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-                return try environment.snapshot()
-            }
-        }
+        let environment = try environment()
+        let transaction = try LMDBStoreType.mapping(fileURL) { try environment.snapshot() }
         return LMDBSnapshot(of: self, transaction: transaction)
     }
 
     private func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
-        try LMDBStoreType.mapping(fileURL) {
-            try lock.withLock {
-                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-                return try environment.read(body)
-            }
-        }
+        let environment = try environment()
+        return try LMDBStoreType.mapping(fileURL) { try environment.read(body) }
     }
 
     private func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: fileURL) }
-        return try LMDBStoreType.mapping(fileURL) {
-            try lock.withLock {
-                guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-                return try environment.write(body)
-            }
-        }
+        let environment = try environment()
+        return try LMDBStoreType.mapping(fileURL) { try environment.write(body) }
     }
 }
 
@@ -485,27 +478,38 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
 
     private let fileURL: URL
     private let format: LMDBRowFormat
-    /// One lock for every snapshot of the transaction (a snapshot and the snapshots taken of it):
-    /// LMDB lets a read transaction move between threads, not serve two at once.
-    private let lock: NSLock
-    /// The transaction. Not Sendable: only ever touched inside `lock`, one thread at a time
-    /// (the environment is opened with MDB_NOTLS, so a read transaction may move between threads).
-    nonisolated(unsafe) private var transaction: LMDBSnapshotTransaction?
+    /// The read transaction, shared with the snapshots taken of this one, until it is closed.
+    private let shared: Mutex<SharedRead?>
+
+    /// One read transaction and the lock of every snapshot that reads through it (a snapshot
+    /// and the snapshots taken of it): LMDB lets a read transaction move between threads (the
+    /// environment is opened with `MDB_NOTLS`), not serve two at once.
+    private final class SharedRead: Sendable {
+        let transaction: Mutex<LMDBSnapshotTransaction>
+        init(_ transaction: LMDBSnapshotTransaction) { self.transaction = Mutex(transaction) }
+    }
 
     init(of store: LMDBStore, transaction: LMDBSnapshotTransaction) {
         fileURL = store.fileURL
         format = store.format
         identifier = store.identifier
         model = store.model
-        lock = NSLock()
-        self.transaction = transaction
+        shared = Mutex(SharedRead(transaction))
+    }
+
+    /// The shared transaction, or ``StoreError/Code/closed``.
+    private func current() throws -> SharedRead {
+        try shared.withLock { read in
+            guard let read else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
+            return read
+        }
     }
 
     private func read<T>(_ body: (LMDBView) throws -> T) throws -> T {
-        try LMDBStoreType.mapping(fileURL) {
-            try lock.withLock {
-                guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
-                return try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
+        let read = try current()
+        return try LMDBStoreType.mapping(fileURL) {
+            try read.transaction.withLock { transaction in
+                try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
             }
         }
     }
@@ -552,20 +556,16 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
 
     /// Another view of the same moment.
     func snapshot() throws -> any PersistentStore {
-        try lock.withLock {
-            guard let transaction else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
-            return LMDBSnapshot(of: self, sharing: transaction)
-        }
+        LMDBSnapshot(of: self, sharing: try current())
     }
 
-    private init(of snapshot: LMDBSnapshot, sharing transaction: LMDBSnapshotTransaction) {
+    private init(of snapshot: LMDBSnapshot, sharing read: SharedRead) {
         fileURL = snapshot.fileURL
         format = snapshot.format
         identifier = snapshot.identifier
         model = snapshot.model
-        lock = snapshot.lock
-        self.transaction = transaction
+        shared = Mutex(read)
     }
 
-    func close() throws { lock.withLock { transaction = nil } }
+    func close() throws { shared.withLock { $0 = nil } }
 }

@@ -17,7 +17,8 @@ struct MigrateCommand: ParsableCommand {
             "; drops Post.date (120 values)"), and runs them. A step that drops data the store holds (an attribute, \
             relationship or entity no mapping reads, objects a mapping's filter leaves out) is refused unless --allow-data-loss. \
             Each step writes a new store beside the original; the original is replaced only when every step \
-            is done, so a failure, an interrupt or a kill leaves it at its version with its data. \
+            is done, so a failure, an interrupt or a kill leaves it at its version with its data. Steps the store \
+            can take in place ("<from> -> <to>: in-place", when every step can) change it in one transaction instead. \
             Migrate a store no process has open: a store written meanwhile is left as written and the migration fails.
             """
     )
