@@ -75,6 +75,13 @@ let package = Package(
                            .product(name: "PostgreSQLStore", package: "ObjectStore")],
             path: "Sources/clients-bench"
         ),
+        // Threads of one process reading one store at once, against one thread (issue 24).
+        .executableTarget(
+            name: "readers-bench",
+            dependencies: [.product(name: "ObjectModel", package: "ObjectStore"), .product(name: "ObjectStore", package: "ObjectStore"),
+                           .product(name: "SQLiteStore", package: "ObjectStore"), .product(name: "LMDBStore", package: "ObjectStore")],
+            path: "Sources/readers-bench"
+        ),
         .executableTarget(
             name: "MigrationBenchmarks",
             dependencies: [

@@ -12,7 +12,7 @@ extension SQLiteStore: AggregateFetching {
     /// is declined and computed from the objects.
     public func aggregateWhereStored(_ request: AggregateRequest) throws -> [AggregateRow]? {
         let plan = try AggregatePlan(request, model: model)
-        return try withReader { reader in try reader.aggregate(plan) }
+        return try read { reader in try reader.aggregate(plan) }
     }
 }
 

@@ -147,6 +147,20 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs `body` in one read transaction (`BEGIN`, which takes its moment at the first read, then
+    /// `COMMIT`): every statement of it reads the same moment.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Throws ``StoreError/Code/storeReplaced`` when the path this connection opened names

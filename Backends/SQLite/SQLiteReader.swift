@@ -2,8 +2,11 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// Reads records through a connection, for one store. Lives inside the store's mutex.
-final class SQLiteReader {
+/// Reads records through a connection, for one store.
+///
+/// `@unchecked Sendable`: used by one thread at a time — the store's own reader inside the
+/// store's `Mutex`, a pooled one while one call holds it (``SQLiteStore``'s reader pool), never two.
+final class SQLiteReader: @unchecked Sendable {
     let connection: SQLiteConnection
     /// Whether the history table was found in the file (``SQLiteHistory/append(_:_:tableKnown:)``).
     var historyTableKnown = false

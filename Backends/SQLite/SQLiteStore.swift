@@ -56,6 +56,21 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         var retired: [URL] = []
     }
     private let state: Mutex<State>
+    /// Connections for reads beside the store's own, in a WAL store (nil otherwise): a read takes an
+    /// idle one, or opens one up to ``ReaderPool/limit``, and reads in a transaction of its own, so
+    /// the reads of several threads run at once and beside a save (WAL readers wait for no writer).
+    private let readers = Mutex(ReaderPool())
+    /// Whether reads take pooled readers (a WAL store, not a snapshot, not one filled in one go).
+    private let pooling: Bool
+
+    /// The idle pooled readers and how many are open.
+    private struct ReaderPool {
+        /// The most connections opened for reads beside the store's own.
+        static let limit = 8
+        var idle: [SQLiteReader] = []
+        var opened = 0
+        var closed = false
+    }
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         self.url = url
@@ -96,6 +111,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         if !options.readOnly, SQLiteExternalData.sharingStores(url).isEmpty {
             try? external.removeOrphans(connection, columns: SQLiteExternalData.columns(schema, model))
         }
+        let wal = try connection.statement("PRAGMA journal_mode").rows { row -> Bool in
+            if case .text(let mode) = row.column(0) { mode.lowercased() == "wal" } else { false }
+        }.first ?? false
+        pooling = wal && !deferredDurability
         state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
     }
 
@@ -122,6 +141,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             connection.close()
             throw error
         }
+        pooling = false
         state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
     }
 
@@ -172,7 +192,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     // MARK: Contract
 
     public func metadata() throws -> StoreMetadata {
-        try withReader { try SQLiteStoreType.readMetadata(from: $0.connection, url: url!) }
+        try read { try SQLiteStoreType.readMetadata(from: $0.connection, url: url!) }
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
@@ -181,7 +201,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 
     public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        try withReader { try $0.fetch(request) }
+        try read { try $0.fetch(request) }
     }
 
     /// SQLite's plan for the SELECT ``fetch(_:)`` runs for `request` (`EXPLAIN QUERY PLAN`),
@@ -196,35 +216,35 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 
     public func count(_ request: FetchRequest) throws -> Int {
-        try withReader { try $0.count(request) }
+        try read { try $0.count(request) }
     }
 
     public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try withReader { try $0.record(for: key) }
+        try read { try $0.record(for: key) }
     }
 
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try withReader { try $0.relatedKeys(of: key, relationship: relationship) }
+        try read { try $0.relatedKeys(of: key, relationship: relationship) }
     }
 
     public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
-        try withReader { try $0.orderedMembers(of: key, relationship: relationship) }
+        try read { try $0.orderedMembers(of: key, relationship: relationship) }
     }
 
     public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
-        try withReader { try $0.orderedMembers(of: keys, relationship: relationship) }
+        try read { try $0.orderedMembers(of: keys, relationship: relationship) }
     }
 
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try withReader { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
+        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit) }
     }
 
     public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
-        try withReader { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit) }
+        try read { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit) }
     }
 
     public func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
-        try withReader { try $0.fetchBatches(request, batchSize: batchSize, body) }
+        try read { try $0.fetchBatches(request, batchSize: batchSize, body) }
     }
 
     public func save(_ changes: ChangeSet) throws {
@@ -304,7 +324,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     public func lastAllocatedKey(entity: String) throws -> Int64 {
         guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
         let root = Int64(schema.entities[description.rootName]!.number)
-        return try withReader { reader in
+        return try read { reader in
             try reader.connection.statement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").rows([.integer(root)]) { $0.int64(0) }.first ?? 0
         }
     }
@@ -324,11 +344,11 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 
     public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
-        try withReader { try SQLiteHistory.read(after: token, limit: limit, $0.connection, store: identifier, url: url) }
+        try read { try SQLiteHistory.read(after: token, limit: limit, $0.connection, store: identifier, url: url) }
     }
 
     public func lastHistoryToken() throws -> Int64 {
-        try withReader { try SQLiteHistory.last($0.connection) }
+        try read { try SQLiteHistory.last($0.connection) }
     }
 
     @discardableResult
@@ -346,6 +366,11 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     /// Closes the connection; the last connection to close folds the WAL into the main file.
     /// A store opened with deferred durability is made durable first.
     public func close() throws {
+        readers.withLock { pool in
+            pool.closed = true
+            for reader in pool.idle { reader.connection.close() }
+            pool.idle = []
+        }
         try withState { state in
             guard let current = state.reader else { return }
             defer {
@@ -378,6 +403,44 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
 
     private func checkWritable() throws {
         if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
+    }
+
+    /// Runs `body`, which only reads, on a pooled reader in a read transaction of its own (a WAL
+    /// store), at once with other threads' reads and saves; else on the store's own reader.
+    func read<T: Sendable>(_ body: (SQLiteReader) throws -> T) throws -> T {
+        guard pooling, let reader = takeReader() else { return try withReader(body) }
+        defer {
+            readers.withLock { pool in
+                if pool.closed { reader.connection.close() } else { pool.idle.append(reader) }
+            }
+        }
+        return try reader.connection.readTransaction { try body(reader) }
+    }
+
+    /// An idle pooled reader, or a new one while fewer than the limit are open; nil when the store
+    /// is closed, the pool is full or a connection cannot be opened (the store's own reader then serves).
+    private func takeReader() -> SQLiteReader? {
+        enum Taken { case reader(SQLiteReader), open, none }
+        let taken = readers.withLock { pool -> Taken in
+            if pool.closed { return .none }
+            if let reader = pool.idle.popLast() { return .reader(reader) }
+            guard pool.opened < ReaderPool.limit else { return .none }
+            pool.opened += 1
+            return .open
+        }
+        switch taken {
+        case .reader(let reader): return reader
+        case .none: return nil
+        case .open:
+            do {
+                let keepsWAL = try withReader { $0.connection.keepsWAL }
+                let connection = try SQLiteConnection(path: url!.path, readOnly: true, create: false, keepingWAL: keepsWAL)
+                return SQLiteReader(connection: connection, schema: schema, model: model, external: external)
+            } catch {
+                readers.withLock { $0.opened -= 1 }
+                return nil
+            }
+        }
     }
 
     func withReader<T: Sendable>(_ body: (SQLiteReader) throws -> T) throws -> T {

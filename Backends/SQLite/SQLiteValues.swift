@@ -33,6 +33,8 @@ enum SQLiteValues {
         case .integer(let v): "the integer \(v)"
         case .real(let v): "the real \(v)"
         case .text(let t): "the text \(String(reflecting: String(t.prefix(40))))"
+        // Text that is not UTF-8 reaches here as its bytes (``SQLiteConnection/column(_:)``).
+        case .blob(let b) where type == .string || type == .uri: "\(b.count) bytes that are not UTF-8 text"
         case .blob(let b): "a \(b.count)-byte blob"
         case .null: "NULL"
         }

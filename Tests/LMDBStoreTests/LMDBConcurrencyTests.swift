@@ -11,28 +11,6 @@ import Testing
 /// liblmdb allows; the map grows under readers and writers without a read seeing half a save.
 @Suite("LMDB: reads in parallel")
 struct LMDBConcurrencyTests {
-    /// Runs `first` on another thread, giving it a wait that returns once `second` (run here
-    /// while `first` is inside its transaction) is done; false when `second` could not finish
-    /// while `first` held its transaction (5 s).
-    static func overlaps(_ first: @escaping @Sendable (_ waitForSecond: () -> Bool) throws -> Void, _ second: () throws -> Void) throws -> Bool {
-        let inside = DispatchSemaphore(value: 0), secondDone = DispatchSemaphore(value: 0), firstDone = DispatchSemaphore(value: 0)
-        let overlapped = Atomic<Bool>(false)
-        DispatchQueue.global().async {
-            try? first {
-                inside.signal()
-                let done = secondDone.wait(timeout: .now() + 5) == .success
-                overlapped.store(done, ordering: .relaxed)
-                return done
-            }
-            firstDone.signal()
-        }
-        inside.wait()
-        try second()
-        secondDone.signal()
-        firstDone.wait()
-        return overlapped.load(ordering: .relaxed)
-    }
-
     @Test("a read runs while another thread's read, or write, is inside its transaction")
     func readsDoNotWait() throws {
         let folder = try TemporaryFolder()
@@ -45,12 +23,12 @@ struct LMDBConcurrencyTests {
         let environment = try #require(store as? LMDBStore).environment()
 
         var counted = 0
-        let readBesideRead = try Self.overlaps({ wait in try environment.read { _ in _ = wait() } }) {
+        let readBesideRead = try overlaps({ wait in try environment.read { _ in _ = wait() } }) {
             counted = try store.count(FetchRequest(entity: "Pet"))
         }
         #expect(readBesideRead && counted == 1, "a second read waited for the first to end")
         var names: [Value?] = []
-        let readBesideWrite = try Self.overlaps({ wait in try environment.write { _ in _ = wait() } }) {
+        let readBesideWrite = try overlaps({ wait in try environment.write { _ in _ = wait() } }) {
             names = try store.fetch(FetchRequest(entity: "Pet")).map(\.attributes["name"])
         }
         #expect(readBesideWrite && names == [.string("Rex")], "a read waited for a write to end")
