@@ -126,8 +126,9 @@ final class LMDBRowFormat: Sendable {
         entity.storedRelationships.filter(\.isToMany).map(\.name)
     }
 
-    func format(of entity: String, url: URL) throws -> LMDBEntityFormat {
-        guard let format = entities[entity] else { throw StoreError(.invalidFetch, "no entity named \(entity)", url: url) }
+    /// The format of `entity`'s rows; `url` is made only for the error (a hot path: once per row read).
+    func format(of entity: String, url: @autoclosure () -> URL) throws -> LMDBEntityFormat {
+        guard let format = entities[entity] else { throw StoreError(.invalidFetch, "no entity named \(entity)", url: url()) }
         return format
     }
 
