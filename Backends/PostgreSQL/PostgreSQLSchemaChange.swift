@@ -22,7 +22,10 @@ extension PostgreSQLStoreType: SchemaChanging {
         let location = try PostgreSQLLocation(url)
         let connection = try Self.connect(location)
         defer { connection.close() }
-        try Self.mapping(location) {
+        try Self.mapping(location) { try PostgreSQLSchemaChange.typed(location) {
+            // A table another session reads (an export, a save under way) is waited for up to 10 s, then
+            // the change gives up whole, rather than queue every later reader behind its lock.
+            try connection.execute("SET lock_timeout = '10s'")
             try Self.transaction(connection, "BEGIN") {
                 try Self.lock(connection, location)
                 guard try Self.exists(connection, location) else { throw StoreError(.notFound, "no PostgreSQL store", url: url) }
@@ -47,7 +50,7 @@ extension PostgreSQLStoreType: SchemaChanging {
                     try PostgreSQLHistory.append(record, connection, location, store: store, tableKnown: &tableKnown)
                 }
             }
-        }
+        } }
     }
 }
 
@@ -115,20 +118,23 @@ struct PostgreSQLSchemaChange {
         }
         let oldRelations = Dictionary(old.relations.map { ($0.name, $0.kind) }, uniquingKeysWith: { a, _ in a })
         let newRelations = Dictionary(new.relations.map { ($0.name, $0.kind) }, uniquingKeysWith: { a, _ in a })
-        // Each kept root's key sequence goes with its table.
+        // Each kept root's key sequence goes with its table (named after the root entity's name, not
+        // its table's: a long name's table and sequence are each cut and hashed whole).
         var moves = tables
-        for (from, to) in tables where oldRelations[PostgreSQLLayout.identifier(from + "__pk")] == "sequence" && new.tableColumns[to] != nil {
-            moves[PostgreSQLLayout.identifier(from + "__pk")] = PostgreSQLLayout.identifier(to + "__pk")
+        let oldRoots = step.source.entityDescriptions.filter { $0.parent == nil }.map(\.name)
+        for (newName, oldName) in step.oldEntity where oldRoots.contains(oldName) {
+            moves[PostgreSQLLayout.sequence(oldName)] = PostgreSQLLayout.sequence(newName)
         }
         // The relations both layouts have that belong to no entity (the history's) stay as they are.
-        let entityRelations = Set(old.tableColumns.keys).union(old.tableColumns.keys.map { PostgreSQLLayout.identifier($0 + "__pk") })
+        let entityRelations = Set(old.tableColumns.keys).union(oldRoots.map(PostgreSQLLayout.sequence))
             .union(old.entities.values.flatMap { $0.toMany.values.compactMap { if case .joinTable(let t) = $0 { t } else { nil } } })
         let untouched = Set(oldRelations.keys).subtracting(entityRelations).intersection(newRelations.keys)
         func statement(_ kind: String?) -> String { kind == "sequence" ? "SEQUENCE" : "TABLE" }
 
         // 1. Relations of entities and relationships that are gone.
+        // Without CASCADE: what another program made on them (a view, a foreign key) stops the change.
         for name in entityRelations.sorted() where moves[name] == nil {
-            try connection.execute("DROP \(statement(oldRelations[name])) IF EXISTS \(location.qualified(name)) CASCADE")
+            try connection.execute("DROP \(statement(oldRelations[name])) IF EXISTS \(location.qualified(name))")
         }
         // 2. Columns that are gone (PostgreSQL drops their indexes with them).
         for (table, kept) in columns.sorted(by: { $0.key < $1.key }) {
@@ -196,7 +202,8 @@ struct PostgreSQLSchemaChange {
                 try rename(relation.name, "member_entity")
             }
         }
-        // 6. The new layout's indexes: those the old one had and the new does not are dropped, those it lacks made.
+        // 6. The new layout's indexes: those the old one made that the new does not want are dropped (others'
+        //    indexes are left alone), those it lacks made.
         var present: [String: [String]] = [:]
         let rows = try connection.query("""
             SELECT i.relname, t.relname || chr(31) || array_to_string(array(
@@ -209,12 +216,19 @@ struct PostgreSQLSchemaChange {
             """, [.text(location.schema)])
         for r in 0..<rows.count { present[rows.text(r, 1) ?? "", default: []].append(rows.text(r, 0) ?? "") }
         let wanted = Set(new.indexes.map(\.signature))
-        for (signature, names) in present.sorted(by: { $0.key < $1.key }) {
-            let table = String(signature.prefix { $0 != "\u{1F}" })
-            guard newRelations[table] != nil, !untouched.contains(table) else { continue }
-            for name in names.dropFirst(wanted.contains(signature) ? 1 : 0) {
-                try connection.execute("DROP INDEX \(location.qualified(name))")
+        // The old layout's indexes as they are named now, through the renamed tables and columns.
+        let ours = Set(old.indexes.compactMap { index -> String? in
+            guard let table = tables[index.table] else { return nil }
+            var keys: [(column: String, descending: Bool)] = []
+            for key in index.keys {
+                // A join table keeps its columns; a root table's moved or dropped ones are in `columns`.
+                guard let column = old.tableColumns[index.table] == nil ? key.column : columns[index.table]?[key.column] else { return nil }
+                keys.append((column, key.descending))
             }
+            return PostgreSQLLayout.Index(location, table, keys).signature
+        })
+        for (signature, names) in present.sorted(by: { $0.key < $1.key }) where ours.contains(signature) && !wanted.contains(signature) {
+            for name in names { try connection.execute("DROP INDEX \(location.qualified(name))") }
         }
         var made = Set(present.keys)
         for index in new.indexes where made.insert(index.signature).inserted { try connection.execute(index.statement) }
@@ -223,6 +237,21 @@ struct PostgreSQLSchemaChange {
         for relation in new.relations {
             try connection.query("INSERT INTO \(location.qualified(PostgreSQLLayout.relationsTable)) (name, kind) VALUES ($1, $2)",
                                  [.text(relation.name), .text(relation.kind)])
+        }
+    }
+
+    /// Runs `body`, the server's refusals that mean "not now" or "not without touching what is not
+    /// the store's" turned into typed errors that say so; nothing of the change is then committed.
+    static func typed<T>(_ location: PostgreSQLLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgreSQLError where error.sqlState == "2BP01" {
+            // Dependent objects (another program's view or foreign key on a table or column the step drops).
+            throw StoreError(.invalidChange, "cannot change the schema in place: \(error.message)\(error.detail.map { " (\($0))" } ?? ""); "
+                             + "nothing was changed: drop or change what depends on the store's tables first", url: location.url, cause: error)
+        } catch let error as PostgreSQLError where ["55P03", "40P01", "40001"].contains(error.sqlState) {
+            throw StoreError(.busy, "another session is using the store's tables (an export, a save): nothing was changed; migrate again when it is done",
+                             url: location.url, cause: error)
         }
     }
 

@@ -13,7 +13,22 @@ import ObjectStore
 /// a relationship's storage changed) is a blocker, and the migrator copies instead.
 extension SQLiteStoreType: SchemaChanging {
     public func schemaChangeBlockers(from source: ManagedObjectModel, to destination: ManagedObjectModel) -> [String] {
-        SchemaStep(from: source, to: destination).blockers
+        Self.blockers(SchemaStep(from: source, to: destination))
+    }
+
+    /// The step's blockers, and SQLite's own: an added attribute whose default SQL cannot write as
+    /// a column's DEFAULT (a non-finite double, text holding U+0000) must be given to old rows one by one.
+    static func blockers(_ step: SchemaStep) -> [String] {
+        var blockers = step.blockers
+        for (new, old) in step.oldEntity.sorted(by: { $0.key < $1.key }) {
+            guard let was = step.source.entity(named: old), let now = step.destination.entity(named: new) else { continue }
+            for case .added(let attribute) in SchemaStep.attributeChanges(was.declaration, now.declaration) {
+                if let value = attribute.defaultValue, literal(SQLiteValues.sql(value)) == nil {
+                    blockers.append("\(new).\(attribute.name): its default has no SQL literal, so old rows must be given it one by one")
+                }
+            }
+        }
+        return blockers
     }
 
     public func changeSchema(at given: URL, through models: [ManagedObjectModel], recording record: HistoryRecord?) throws {
@@ -27,8 +42,9 @@ extension SQLiteStoreType: SchemaChanging {
         try connection.transaction {
             for (source, destination) in zip(models, models.dropFirst()) {
                 let step = SchemaStep(from: source, to: destination)
-                guard step.blockers.isEmpty else {
-                    throw StoreError(.invalidChange, "cannot change the schema in place: " + step.blockers.joined(separator: "; "), url: url)
+                let blockers = Self.blockers(step)
+                guard blockers.isEmpty else {
+                    throw StoreError(.invalidChange, "cannot change the schema in place: " + blockers.joined(separator: "; "), url: url)
                 }
                 logger.debug("\(url.lastPathComponent): a schema step in place: tables and columns altered in the transaction")
                 try step.apply(to: connection, url: url)
@@ -46,13 +62,14 @@ extension SQLiteStoreType: SchemaChanging {
         }
     }
 
-    /// A value as an SQL literal, for a column's DEFAULT; nil for a double SQL cannot write.
+    /// A value as an SQL literal, for a column's DEFAULT; nil for a double SQL cannot write, and
+    /// for text holding U+0000 (SQL text ends there).
     static func literal(_ value: SQLValue) -> String? {
         switch value {
         case .null: "NULL"
         case .integer(let n): String(n)
         case .real(let d): d.isFinite ? "\(d)" : nil
-        case .text(let text): "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case .text(let text): text.utf8.contains(0) ? nil : "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
         case .blob(let data): "X'" + data.map { String(format: "%02X", $0) }.joined() + "'"
         }
     }

@@ -161,3 +161,35 @@ struct InPlaceSchemaTests {
                 == ["B: its place in the hierarchy changed"])
     }
 }
+
+extension InPlaceSchemaTests {
+    @Test("an added attribute whose default SQL cannot write (infinity, text with U+0000) is a copy step on SQLite, and old objects get the default")
+    func defaultsWithoutLiteral() throws {
+        let workspace = try Workspace()
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel(versionIdentifiers: ["d\(version)"]) {
+                Entity("Item") {
+                    Attribute("name", .string)
+                    if version == 2 {
+                        Attribute("limit", .double, optional: false, default: .double(-.infinity))
+                        Attribute("tag", .string, optional: false, default: .string("a\u{0}b"))
+                    }
+                }
+            }
+        }
+        let sqlite = Backends.type("sqlite")
+        #expect((sqlite as! any SchemaChanging).schemaChangeBlockers(from: try model(1), to: try model(2))
+                == ["Item.limit: its default has no SQL literal, so old rows must be given it one by one",
+                    "Item.tag: its default has no SQL literal, so old rows must be given it one by one"])
+        let url = workspace.location("items", "sqlite")
+        try makeStore("sqlite", at: url, model: try model(1), json: #"{"Item": [{"_id": "i", "name": "one"}]}"#)
+        let versions = try ModelVersions(versions: [1, 2].map { ModelVersions.Version(name: "d\($0)", model: try model($0)) })
+        let migrator = StoreMigrator(versions: versions)
+        #expect(try migrator.plan(forStoreAt: url, type: sqlite).steps.map(\.kind) == [.lightweight])
+        try migrator.migrateStore(at: url, type: sqlite)
+        let store = try sqlite.open(at: url, model: try model(2), options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? store.close() }
+        let item = try #require(try store.fetch(FetchRequest(entity: "Item")).first)
+        #expect(item.attributes["limit"] == .double(-.infinity) && item.attributes["tag"] == .string("a\u{0}b"))
+    }
+}

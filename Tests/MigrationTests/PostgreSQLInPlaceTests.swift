@@ -159,3 +159,53 @@ struct PostgreSQLInPlaceTests {
         #expect(try export(PostgreSQLStore.typeName, at: url, model: Self.model(1)).contains("\"nickname\""))
     }
 }
+
+extension PostgreSQLInPlaceTests {
+    /// A root entity renamed to a name longer than PostgreSQL keeps (its table and key sequence each
+    /// cut and hashed), beside a table another program made a view on and an index of its own.
+    static func longModel(_ version: Int) throws -> ManagedObjectModel {
+        let long = "ItemWithAVeryLongNameThatPostgreSQLMustCutAndHashBecauseItIsOver63Bytes"
+        return try ManagedObjectModel(versionIdentifiers: ["l\(version)"]) {
+            Entity(version == 1 ? "Item" : long, renamingIdentifier: version == 2 ? "Item" : nil) { Attribute("name", .string) }
+            Entity("Shelf") { Attribute("label", .string) }
+            if version == 1 { Entity("Crate") { Attribute("code", .string) } }
+        }
+    }
+
+    @Test("a root renamed to a name PostgreSQL cuts keeps its key sequence; another program's index is kept, its view on a dropped table stops the step")
+    func longNamesAndOthersObjects() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("long", PostgreSQLStore.typeName)
+        try makeStore(PostgreSQLStore.typeName, at: url, model: try Self.longModel(1),
+                      json: #"{"Item": [{"_id": "a", "name": "one"}, {"_id": "b", "name": "two"}], "Shelf": [{"_id": "s", "label": "top"}], "Crate": [{"_id": "c", "code": "x"}]}"#)
+        let schema = Self.schema(url)
+        func psql(_ sql: String) throws -> [String] { try PostgreSQLTestServer.psql(sql).split(separator: "\n").map(String.init) }
+        _ = try psql("CREATE INDEX others_shelf_label ON \"\(schema)\".\"Shelf\" (label); CREATE VIEW \"\(schema)\".crates AS SELECT code FROM \"\(schema)\".\"Crate\"")
+        let tables = try psql("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = '\(schema)' ORDER BY 1")
+
+        // The view depends on a table the step drops: refused, typed, nothing changed.
+        let refused = try #require(throws: StoreError.self) { try Self.type.changeSchema(at: url, through: [try Self.longModel(1), try Self.longModel(2)]) }
+        #expect(refused.code == .invalidChange && refused.message.contains("depend"), "\(refused.message)")
+        #expect(try psql("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = '\(schema)' ORDER BY 1") == tables)
+        #expect(try Self.type.readMetadata(at: url).compatibility(with: try Self.longModel(1)).isCompatible, "still at the first version")
+
+        _ = try psql("DROP VIEW \"\(schema)\".crates")
+        try Self.type.changeSchema(at: url, through: [try Self.longModel(1), try Self.longModel(2)])
+        let sequences = try psql("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = '\(schema)' AND relkind = 'S' ORDER BY 1")
+        let listed = try psql("SELECT name FROM \"\(schema)\".objectstore_relations WHERE kind = 'sequence' ORDER BY 1")
+        #expect(sequences == listed && sequences.count == 3, "one sequence per root and the history's, each listed: \(sequences) against \(listed)")
+        #expect(try psql("SELECT indexname FROM pg_indexes WHERE schemaname = '\(schema)' AND indexname = 'others_shelf_label'") == ["others_shelf_label"])
+
+        let model = try Self.longModel(2), long = model.entityDescriptions.first { $0.name.hasPrefix("ItemWith") }!.name
+        let store = try Self.type.open(at: url, model: model, options: StoreOptions())
+        defer { try? store.close() }
+        let next = try store.allocatePrimaryKeys(entity: long, count: 1).lowerBound
+        #expect(next > 2, "the renamed root's keys go on after its objects'")
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey(long, next), attributes: ["name": .string("three")])]))
+        #expect(try store.fetch(FetchRequest(entity: long)).compactMap { $0.attributes["name"] } == [.string("one"), .string("two"), .string("three")])
+        try store.close()
+        try Self.type.destroy(at: url)
+        #expect(try psql("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = '\(schema)' AND relkind IN ('r', 'S')") == ["0"],
+                "destroy leaves no table or sequence of the store")
+    }
+}

@@ -169,10 +169,15 @@ struct MigrateCommand: ParsableCommand {
         bar?.finish()
         for leftover in result.removedLeftovers { printError("objectstore: removed \(leftover), left by an interrupted run\n") }
         let perStep = objects.withLock { $0 }.mapValues { $0.values.reduce(0, +) }
-        if json {
-            print(document(plan, status: "migrated", objects: perStep, seconds: result.seconds))
+        // What ran is the plan made under the migration lock: another run may have migrated the
+        // store between the plan shown above and this one.
+        let ran = result.plan
+        if ran.steps.isEmpty {
+            json ? print(document(ran, status: "current")) : output("already at \(ran.storeVersion): another process migrated it meanwhile")
+        } else if json {
+            print(document(ran, status: "migrated", objects: perStep, seconds: result.seconds))
         } else {
-            output("migrated \(shown(store)) from \(plan.storeVersion) to \(plan.targetVersion)")
+            output("migrated \(shown(store)) from \(ran.storeVersion) to \(ran.targetVersion)")
         }
     }
 
