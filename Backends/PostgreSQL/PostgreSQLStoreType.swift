@@ -93,7 +93,7 @@ public struct PostgreSQLStoreType: StoreType {
         guard to.schema != from.schema else { return }
         let connection = try Self.connect(to)
         defer { connection.close() }
-        try Self.mapping(to) {
+        do { try Self.mapping(to) {
             try Self.transaction(connection, "BEGIN") {
                 try Self.lock(connection, from)
                 try Self.lock(connection, to)
@@ -102,7 +102,8 @@ public struct PostgreSQLStoreType: StoreType {
                     throw StoreError(.alreadyExists, "a store was made here while this one was being filled; it is kept, and this one was not put in its place",
                                      url: destination)
                 }
-                try Self.dropRelations(connection, to)
+                // Without CASCADE: another program's view or foreign key on the store's tables keeps it in place.
+                try Self.dropRelations(connection, to, cascading: false)
                 try connection.execute("CREATE SCHEMA IF NOT EXISTS \(to.quotedSchema)")
                 for (kind, name) in try Self.relations(connection, from) {
                     try connection.execute("ALTER \(kind == "sequence" ? "SEQUENCE" : "TABLE") \(from.qualified(name)) SET SCHEMA \(to.quotedSchema)")
@@ -112,6 +113,10 @@ public struct PostgreSQLStoreType: StoreType {
                 }
                 try Self.dropSchemaIfEmpty(connection, from)
             }
+        } } catch let error as StoreError where (error.cause as? PostgreSQLError)?.sqlState == "2BP01" {
+            let cause = error.cause as! PostgreSQLError
+            throw StoreError(.invalidChange, "the store was not replaced: \(cause.message)\(cause.detail.map { " (\($0))" } ?? ""); "
+                             + "drop or change what depends on its tables first", url: destination, cause: cause)
         }
     }
 
@@ -306,13 +311,15 @@ public struct PostgreSQLStoreType: StoreType {
         return (0..<rows.count).map { (rows.text($0, 0) ?? "", rows.text($0, 1) ?? "") }
     }
 
-    /// Drops the store's tables and sequences, and its metadata and relation tables.
-    static func dropRelations(_ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+    /// Drops the store's tables and sequences, and its metadata and relation tables; with
+    /// `cascading`, what depends on them too (`destroy`), else such a dependent stops it (SQLSTATE 2BP01).
+    static func dropRelations(_ connection: PGConnection, _ location: PostgreSQLLocation, cascading: Bool = true) throws {
+        let cascade = cascading ? " CASCADE" : ""
         for (kind, name) in try relations(connection, location) {
-            try connection.execute("DROP \(kind == "sequence" ? "SEQUENCE" : "TABLE") IF EXISTS \(location.qualified(name)) CASCADE")
+            try connection.execute("DROP \(kind == "sequence" ? "SEQUENCE" : "TABLE") IF EXISTS \(location.qualified(name))\(cascade)")
         }
         for table in [PostgreSQLLayout.relationsTable, PostgreSQLLayout.metadataTable] {
-            try connection.execute("DROP TABLE IF EXISTS \(location.qualified(table)) CASCADE")
+            try connection.execute("DROP TABLE IF EXISTS \(location.qualified(table))\(cascade)")
         }
     }
 

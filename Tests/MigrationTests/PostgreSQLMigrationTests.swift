@@ -113,3 +113,24 @@ struct PostgreSQLMigrationTests {
         try StoreMigratorTests().checkAtV4(PostgreSQLStore.typeName, url, from: "v1")
     }
 }
+
+extension PostgreSQLMigrationTests {
+    @Test("a copy step does not drop another program's view on the store's tables: the install is refused, naming it, and the store stays as it was")
+    func othersViewKept() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("notes", PostgreSQLStore.typeName)
+        try makeStore(PostgreSQLStore.typeName, at: url, model: History.model("v2"), json: History.document("v2"))
+        let schema = Self.schema(url)
+        _ = try PostgreSQLTestServer.psql("CREATE VIEW \"\(schema)\".titles AS SELECT title FROM \"\(schema)\".\"Note\"")
+        let rows = try PostgreSQLTestServer.psql("SELECT * FROM \"\(schema)\".titles ORDER BY 1")
+        let metadata = try Self.identityRows(url)
+        let error = try #require(throws: MigrationError.self) {
+            try StoreMigrator(versions: History.versions, mappings: History.mappings).migrateStore(at: url, type: Self.type)
+        }
+        #expect("\(error)".contains("was not replaced") && "\(error)".contains("depend"), "\(error)")
+        #expect(try PostgreSQLTestServer.psql("SELECT * FROM \"\(schema)\".titles ORDER BY 1") == rows, "the view is there, over the old rows")
+        #expect(try Self.identityRows(url) == metadata)
+        #expect(try Self.schemas(beside: url) == [schema], "no staging schema left")
+        _ = try PostgreSQLTestServer.psql("DROP VIEW \"\(schema)\".titles")
+    }
+}

@@ -25,7 +25,7 @@ struct MigrateCommand: ParsableCommand {
 
     @Argument(help: "The store.") var store: String
     @Option(name: .long, help: ArgumentHelp(
-        "The model bundle (.xcdatamodeld or .momd) or a JSON model file with the store's and the target's versions.",
+        "The model bundle with the store's version and the target's: an .xcdatamodeld (each version's contents an Xcode model or a JSON model), a .momd, or one JSON model file (its only version).",
         discussion: "Default: the store's own model (embedded, or a Core Data store's Z_MODELCACHE), its only version."))
     var model: String?
     @Option(name: .customLong("to"), help: "The target version (default: the bundle's current version).") var target: String?
