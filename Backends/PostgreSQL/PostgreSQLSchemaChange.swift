@@ -192,11 +192,12 @@ struct PostgreSQLSchemaChange {
                 let quoted = PGConnection.quote(column)
                 try connection.query("UPDATE \(location.qualified(table)) SET \(quoted) = CASE \(quoted) \(when) END WHERE \(quoted) IN (\(olds))", parameters)
             }
-            for (table, columns) in new.tableColumns.sorted(by: { $0.key < $1.key }) {
+            // A to-one's `…_entity` columns as the layout names them (never an attribute's that only looks like one).
+            var referenceColumns: [String: Set<String>] = [:]
+            for entity in new.entities.values { referenceColumns[entity.table, default: []].formUnion(entity.toOne.map(\.entity)) }
+            for table in new.tableColumns.keys.sorted() {
                 try rename(table, "entity")
-                for (column, _) in columns where column.hasSuffix("_entity") && columns.contains(where: { $0.name + "_entity" == column }) {
-                    try rename(table, column)
-                }
+                for column in (referenceColumns[table] ?? []).sorted() { try rename(table, column) }
             }
             for relation in new.relations where relation.kind == "table" && new.tableColumns[relation.name] == nil && !untouched.contains(relation.name) {
                 try rename(relation.name, "member_entity")

@@ -171,7 +171,9 @@ struct MigrateCommand: ParsableCommand {
         let perStep = objects.withLock { $0 }.mapValues { $0.values.reduce(0, +) }
         // What ran is the plan made under the migration lock: another run may have migrated the
         // store between the plan shown above and this one.
-        let ran = result.plan
+        var ran = result.plan
+        // The run counts objects only where a copy reads them; the counts shown are the preview's.
+        if ran.objectCounts.isEmpty, ran.storeVersion == plan.storeVersion { ran.objectCounts = plan.objectCounts }
         if ran.steps.isEmpty {
             json ? print(document(ran, status: "current")) : output("already at \(ran.storeVersion): another process migrated it meanwhile")
         } else if json {
