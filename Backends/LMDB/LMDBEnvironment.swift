@@ -42,8 +42,13 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let deferSync: Bool
     /// Transactions since the map's pages were last released (see ``releaseMapPages()``).
     private let transactionsSinceRelease = Atomic<Int>(0)
+    /// How many times this process changed the map's size (it may then be at another address):
+    /// a snapshot that remembers where the map was checks it before releasing pages there.
+    let mapGeneration = Atomic<Int>(0)
 
     static let maxDatabases: UInt32 = 2_048
+    /// Reader slots in the lock file, shared by every process that opens the store (64 bytes each).
+    static let maxReaders: UInt32 = 510
     static let minimumMapSize = 64 << 20
 
     /// Opens the environment; `mapSize` is the first map size (it grows when full).
@@ -53,6 +58,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard let env else { throw LMDBError(code: EINVAL, what: "mdb_env_create returned no environment") }
         do {
             try Self.check(mdb_env_set_maxdbs(env, Self.maxDatabases), "cannot set the number of databases")
+            // Reads run at once, each in a reader slot of its own (MDB_NOTLS): more than liblmdb's 126.
+            try Self.check(mdb_env_set_maxreaders(env, Self.maxReaders), "cannot set the number of readers")
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
             try Self.check(mdb_env_set_mapsize(env, max(mapSize ?? Self.minimumMapSize, size * 2)), "cannot set the map size")
             var flags: LMDBEnvironmentFlags = [.noSubdirectory, .noThreadLocalStorage]
@@ -72,9 +79,9 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     deinit { close() }
 
-    /// The smallest lock file reserved: more than liblmdb's own size for its default 126
-    /// readers (8 KiB), which then keeps the file's size (a larger file only means more reader slots).
-    static let lockFileSize = 16 << 10
+    /// The smallest lock file reserved: more than liblmdb's own size for ``maxReaders`` readers
+    /// (about 32 KiB), which then keeps the file's size (a larger file only means more reader slots).
+    static let lockFileSize = 64 << 10
 
     /// Allocates the lock file's blocks before liblmdb maps it. liblmdb sizes a new lock file with
     /// `ftruncate` (a sparse file) and writes it through a shared map: on a full file system the
@@ -167,7 +174,25 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Takes the map size another process set (``access`` held exclusively).
     private func adoptMapSize() throws {
+        mapGeneration.add(1, ordering: .relaxed)
         try Self.check(mdb_env_set_mapsize(handle, 0), "cannot adopt the new map size")
+    }
+
+    /// Runs `body`, which reads through a snapshot's transaction, while the map cannot move
+    /// (``access`` held shared, as every transaction of the environment holds it).
+    func reading<T>(_ body: () throws -> T) rethrows -> T {
+        try access.shared(body)
+    }
+
+    /// Whether the database `name` is open.
+    func hasDatabase(_ name: String) -> Bool {
+        access.shared { databases[name] != nil }
+    }
+
+    /// Returns once no transaction of this process is running (every one holds ``access``
+    /// shared): what a store's close waits for before it syncs.
+    func drain() {
+        access.exclusive {}
     }
 
     /// Runs `attempt` holding ``access`` shared until it is done; a map to grow or adopt is
@@ -187,9 +212,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// environment open, and takes the databases opened so far with it.
     func snapshot() throws -> LMDBSnapshotTransaction {
         try retrying {
+            let generation = mapGeneration.load(ordering: .relaxed)
             let region = mapRegion()
             guard let txn = try beginRead() else { return .mapResized }
-            return .done(LMDBSnapshotTransaction(environment: self, handle: txn, databases: databases, region: region))
+            return .done(LMDBSnapshotTransaction(environment: self, handle: txn, databases: databases, region: region, generation: generation))
         }
     }
 
@@ -345,6 +371,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     private func grow() throws {
+        mapGeneration.add(1, ordering: .relaxed)
         var info = MDB_envinfo()
         try Self.check(mdb_env_info(handle, &info), "cannot read the environment's size")
         try Self.check(mdb_env_set_mapsize(handle, info.me_mapsize * 2), "cannot grow the map")
@@ -361,15 +388,16 @@ final class LMDBSnapshotTransaction: @unchecked Sendable {
     let environment: LMDBEnvironment
     let transaction: LMDBTransaction
 
-    /// `region` is the map as it was when the transaction began (it moves only if this process
-    /// grows the map while the snapshot is open, which liblmdb does not prevent: a write that
-    /// fills the map then). The transaction drops the pages it reads from the resident set as it
-    /// goes (``LMDBTransaction/releasing``).
+    /// `region` is the map as it was when the transaction began. It moves when this process
+    /// changes the map's size while the snapshot is open (a write that fills the map; a size
+    /// another process set, adopted): no read of the snapshot runs meanwhile
+    /// (``LMDBEnvironment/reading(_:)``), and its next read finds the map anew before it releases
+    /// pages (``LMDBTransaction/releasing``).
     fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi],
-                     region: (UnsafeMutableRawPointer, Int)?) {
+                     region: (UnsafeMutableRawPointer, Int)?, generation: Int) {
         self.environment = environment
         transaction = LMDBTransaction(handle: handle, environment: environment, databases: databases)
-        transaction.releasing = region
+        transaction.releasing = region.map { ($0.0, $0.1, generation) }
     }
 
     deinit { mdb_txn_abort(transaction.handle) }
@@ -393,15 +421,22 @@ final class LMDBTransaction: @unchecked Sendable {
     /// spans overflow pages); past 1,024, the map's pages are released (as
     /// ``LMDBEnvironment/releaseMapPages()``, without touching the environment, which its store's
     /// lock guards).
-    var releasing: (base: UnsafeMutableRawPointer, size: Int)?
+    /// `generation` is the environment's ``LMDBEnvironment/mapGeneration`` when the region was
+    /// found: a map resized since is found again (its old address may hold other memory now).
+    var releasing: (base: UnsafeMutableRawPointer, size: Int, generation: Int)?
     private var touched = 0
 
     private func touch(_ pages: Int) {
-        guard let releasing else { return }
+        guard let current = releasing else { return }
         touched += pages
         guard touched >= 1_024 else { return }
         touched = 0
-        madvise(releasing.base, releasing.size, MADV_DONTNEED)
+        let generation = environment.mapGeneration.load(ordering: .relaxed)
+        guard current.generation == generation else {
+            releasing = environment.mapRegion().map { ($0.0, $0.1, generation) }
+            return
+        }
+        madvise(current.base, current.size, MADV_DONTNEED)
     }
 
     init(handle: OpaquePointer, environment: LMDBEnvironment, databases: [String: MDB_dbi]? = nil) {

@@ -227,7 +227,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
         guard isReadOnly else { return }
         let environment = try environment()
         try LMDBStoreType.mapping(fileURL) {
-            if environment.databases[LMDBLayout.history] == nil { try environment.openDatabases([LMDBLayout.history], create: false) }
+            if !environment.hasDatabase(LMDBLayout.history) { try environment.openDatabases([LMDBLayout.history], create: false) }
         }
     }
 
@@ -239,14 +239,17 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     /// The environment's current map size in bytes (it doubles whenever a write finds it full).
     public var mapSize: Int { (try? environment().mapSize) ?? 0 }
 
-    /// Closes the store. Its environment (the map and the lock file) stays open while a
-    /// snapshot of it is open, and closes with the last of them.
+    /// Closes the store: calls under way on other threads end first, then what was committed
+    /// with deferred durability is made durable (a failure is an error). Its environment (the map
+    /// and the lock file) stays open while a snapshot of it is open, and closes with the last of them.
     public func close() throws {
         let closing = state.withLock { environment in
             defer { environment = nil }
             return environment
         }
-        try LMDBStoreType.mapping(fileURL) { try closing?.sync() }
+        guard let closing else { return }
+        closing.drain()
+        try LMDBStoreType.mapping(fileURL) { try closing.sync() }
     }
 
     public func snapshot() throws -> any PersistentStore {
@@ -486,7 +489,11 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     /// environment is opened with `MDB_NOTLS`), not serve two at once.
     private final class SharedRead: Sendable {
         let transaction: Mutex<LMDBSnapshotTransaction>
-        init(_ transaction: LMDBSnapshotTransaction) { self.transaction = Mutex(transaction) }
+        let environment: LMDBEnvironment
+        init(_ transaction: LMDBSnapshotTransaction) {
+            environment = transaction.environment
+            self.transaction = Mutex(transaction)
+        }
     }
 
     init(of store: LMDBStore, transaction: LMDBSnapshotTransaction) {
@@ -508,8 +515,11 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     private func read<T>(_ body: (LMDBView) throws -> T) throws -> T {
         let read = try current()
         return try LMDBStoreType.mapping(fileURL) {
-            try read.transaction.withLock { transaction in
-                try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
+            // The map does not move while the transaction reads it.
+            try read.environment.reading {
+                try read.transaction.withLock { transaction in
+                    try body(LMDBView(txn: transaction.transaction, file: fileURL.path, format: format))
+                }
             }
         }
     }

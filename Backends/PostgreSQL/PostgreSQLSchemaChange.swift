@@ -204,7 +204,8 @@ struct PostgreSQLSchemaChange {
             }
         }
         // 6. The new layout's indexes: those the old one made that the new does not want are dropped (others'
-        //    indexes are left alone), those it lacks made.
+        //    indexes are left alone), those it lacks made. Only plain b-tree indexes are the layout's kind:
+        //    a unique, partial, expression or INCLUDE index is another program's, whatever its columns.
         var present: [String: [String]] = [:]
         let rows = try connection.query("""
             SELECT i.relname, t.relname || chr(31) || array_to_string(array(
@@ -214,6 +215,8 @@ struct PostgreSQLSchemaChange {
             FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
             JOIN pg_namespace s ON s.oid = t.relnamespace
             WHERE s.nspname = $1 AND NOT x.indisprimary
+              AND NOT x.indisunique AND x.indpred IS NULL AND x.indexprs IS NULL AND x.indnkeyatts = x.indnatts
+              AND i.relam = (SELECT oid FROM pg_am WHERE amname = 'btree')
             """, [.text(location.schema)])
         for r in 0..<rows.count { present[rows.text(r, 1) ?? "", default: []].append(rows.text(r, 0) ?? "") }
         let wanted = Set(new.indexes.map(\.signature))

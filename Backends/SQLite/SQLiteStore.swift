@@ -429,12 +429,26 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             return .open
         }
         switch taken {
-        case .reader(let reader): return reader
         case .none: return nil
+        case .reader(let reader):
+            // The path names another file now (another process moved the store aside or replaced
+            // it): reads stay with the file the store opened, on its own connection.
+            guard (try? reader.connection.checkNotMoved()) != nil else {
+                reader.connection.close()
+                readers.withLock { $0.opened -= 1 }
+                return nil
+            }
+            return reader
         case .open:
             do {
                 let keepsWAL = try withReader { $0.connection.keepsWAL }
                 let connection = try SQLiteConnection(path: url!.path, readOnly: true, create: false, keepingWAL: keepsWAL)
+                // Opened by path: only while the path still names the store's own file.
+                guard (try? withReader({ try $0.connection.checkNotMoved() })) != nil else {
+                    connection.close()
+                    readers.withLock { $0.opened -= 1 }
+                    return nil
+                }
                 return SQLiteReader(connection: connection, schema: schema, model: model, external: external)
             } catch {
                 readers.withLock { $0.opened -= 1 }

@@ -159,6 +159,12 @@ struct InPlaceSchemaTests {
         #expect(try blockers({ [Entity("A") { Attribute("x", .string) }, Entity("B") { Attribute("y", .string) }] },
                              { [Entity("A") { Attribute("x", .string) }, Entity("B", parent: "A") { Attribute("y", .string) }] })
                 == ["B: its place in the hierarchy changed"])
+        // An attribute moved up to the parent: in place it would be dropped from the sub-entity's rows.
+        for changer in [changer, Backends.type("postgresql") as! any SchemaChanging] {
+            #expect(changer.schemaChangeBlockers(from: try ManagedObjectModel(entities: [Entity("P") { Attribute("x", .string) }, Entity("C", parent: "P") { Attribute("title", .string) }]),
+                                                 to: try ManagedObjectModel(entities: [Entity("P") { Attribute("x", .string); Attribute("title", .string) }, Entity("C", parent: "P") {}]))
+                    == ["C.title: now declared by another entity of its hierarchy, so its values must be copied"])
+        }
     }
 }
 

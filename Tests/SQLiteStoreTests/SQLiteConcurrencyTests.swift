@@ -78,3 +78,28 @@ struct SQLiteConcurrencyTests {
         #expect(try raw.strings("SELECT count(*) FROM ZPET") == [[String(writers * saves * 2)]])
     }
 }
+
+extension SQLiteConcurrencyTests {
+    @Test("a store whose file another process replaced reads the file it opened: no pooled connection opens the new one")
+    func replacedFile() throws {
+        let folder = try TemporaryFolder()
+        let url = folder.file("app.sqlite"), other = folder.file("other.sqlite")
+        for (file, name) in [(url, "mine"), (other, "theirs")] {
+            let store = try SQLiteStoreType().open(at: file, model: StoreConformance.model, options: StoreOptions())
+            let key = try store.allocatePrimaryKeys(entity: "Pet", count: 1).lowerBound
+            try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Pet", key), attributes: ["name": .string(name)])]))
+            try store.close()
+        }
+        let store = try #require(try SQLiteStoreType().open(at: url, model: StoreConformance.model, options: StoreOptions()) as? SQLiteStore)
+        defer { try? store.close() }
+        #expect(try store.fetch(FetchRequest(entity: "Pet")).map(\.attributes["name"]) == [.string("mine")])
+        // Another process puts its store in this one's place.
+        _ = rename(other.path, url.path)
+        // A read held open takes the pooled connection: the next read would open another, by path.
+        var names: [Value?] = []
+        _ = try overlaps(patience: 2, { wait in _ = try store.read { _ in wait() } }) {
+            names = try store.fetch(FetchRequest(entity: "Pet")).map(\.attributes["name"])
+        }
+        #expect(names == [.string("mine")], "a read saw the file that replaced the store's: \(names)")
+    }
+}

@@ -5,10 +5,10 @@ import ObjectModel
 /// name, as inference matches them), and what keeps the step from being done without reading
 /// every object. A backend turns it into its own DDL; SQLite and PostgreSQL both do.
 ///
-/// Blockers: a type, a rule or a hierarchy changed, a required value with no default, a required
-/// relationship added, a relationship's storage changed (to-one, to-many and ordered; its
-/// destination; its inverse), uniqueness constraints changed, a sub-entity removed while its
-/// hierarchy stays.
+/// Blockers: a type, a rule or a hierarchy changed, a property moved up or down its hierarchy, a
+/// required value with no default, a required relationship added, a relationship's storage changed
+/// (to-one, to-many and ordered; its destination; its inverse), uniqueness constraints changed, a
+/// sub-entity removed while its hierarchy stays.
 public struct SchemaStep: Sendable {
     /// The model the store is written with.
     public let source: ManagedObjectModel
@@ -20,9 +20,12 @@ public struct SchemaStep: Sendable {
     public private(set) var blockers: [String] = []
 
     /// Matches the two models and names what blocks the step.
-    /// - Parameter recordsTargetEntity: whether every stored to-one records its target's entity
-    ///   (PostgreSQL's `<name>_entity`); where it does not (Core Data's layout records it only when
-    ///   the destination has sub-entities), a destination that gains sub-entities blocks the step.
+    /// - Parameters:
+    ///   - source: the model the store is written with.
+    ///   - destination: the model it moves to.
+    ///   - recordsTargetEntity: whether every stored to-one records its target's entity
+    ///     (PostgreSQL's `<name>_entity`); where it does not (Core Data's layout records it only when
+    ///     the destination has sub-entities), a destination that gains sub-entities blocks the step.
     public init(from source: ManagedObjectModel, to destination: ManagedObjectModel, recordsTargetEntity: Bool = false) {
         self.source = source
         self.destination = destination
@@ -38,6 +41,18 @@ public struct SchemaStep: Sendable {
             guard let old = oldEntity[new.name].flatMap(source.entity(named:)) else { continue }
             if old.parent.map({ newEntity[$0] }) != new.parent.map({ Optional($0) }) || old.isAbstract != new.isAbstract {
                 blockers.append("\(new.name): its place in the hierarchy changed")
+            }
+            // A property that moves up or down the hierarchy (declared by the entity, then by an
+            // ancestor, or the other way) keeps its values only through a copy: in place it would be
+            // one declaration removed and another added.
+            let oldOwn = Set(old.declaration.attributes.map(\.name) + old.declaration.relationships.map(\.name))
+            let newOwn = Set(new.declaration.attributes.map(\.name) + new.declaration.relationships.map(\.name))
+            let properties = new.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + new.storedRelationships.map { ($0.name, $0.renamingIdentifier) }
+            for (name, renaming) in properties.sorted(by: { $0.0 < $1.0 }) {
+                guard let was = [renaming ?? name, name].first(where: { old.attributesByName[$0] != nil || old.relationshipsByName[$0] != nil }) else { continue }
+                if oldOwn.contains(was) != newOwn.contains(name) {
+                    blockers.append("\(new.name).\(name): now declared by another entity of its hierarchy, so its values must be copied")
+                }
             }
             if old.declaration.uniquenessConstraints != new.declaration.uniquenessConstraints {
                 blockers.append("\(new.name): its uniqueness constraints changed, so every object must be checked")
