@@ -199,9 +199,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// grown or adopted holding it exclusively, in between.
     private func retrying<T>(_ attempt: () throws -> Attempt<T>) throws -> T {
         while true {
+            let seen = mapGeneration.load(ordering: .relaxed)
             switch try access.shared(attempt) {
             case .done(let result): return result
-            case .mapFull: try access.exclusive { try grow() }
+            // Two writers that both found the map full grow it once: the second finds it grown.
+            case .mapFull: try access.exclusive { if mapGeneration.load(ordering: .relaxed) == seen { try grow() } }
             case .mapResized: try access.exclusive { try adoptMapSize() }
             }
         }
