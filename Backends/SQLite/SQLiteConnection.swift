@@ -135,23 +135,20 @@ final class SQLiteConnection {
     /// A store whose file was moved or replaced since this connection opened it is not
     /// written (``checkNotMoved()``).
     func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
-        do {
-            try checkNotMoved()
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try run(immediate ? "BEGIN IMMEDIATE" : "BEGIN", checkingMoved: true, body)
     }
 
     /// Runs `body` in one read transaction (`BEGIN`, which takes its moment at the first read, then
     /// `COMMIT`): every statement of it reads the same moment.
     func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+        try run("BEGIN", checkingMoved: false, body)
+    }
+
+    /// `begin`, `body`, then `COMMIT`, or `ROLLBACK` when anything throws.
+    private func run<T>(_ begin: String, checkingMoved: Bool, _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
+            if checkingMoved { try checkNotMoved() }
             let result = try body()
             try execute("COMMIT")
             return result
