@@ -89,7 +89,11 @@ struct MigrateCommand: ParsableCommand {
         let assessed = type.filesState(at: url)
         do {
             // Objects are counted for the reports that show them (counting reads every row on SQLite).
-            plan = try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
+            // Under the migration lock, so that the store does not change under the count (another
+            // run's migration waits, or this one is refused busy); the run plans again under it.
+            plan = try type.withMigrationLock(at: url) {
+                try migrator.plan(forStoreAt: url, type: type, to: target, countingObjects: dryRun || json)
+            }
         } catch let error as MigrationError where Self.cannotReachTarget(error) && onIncompatible != .fail {
             // A fresh, empty store at the target takes the place of one that cannot get there: only
             // a readable store of its type and of no version of the bundle (IncompatibleStore).
