@@ -130,15 +130,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Opens (creating when `create`) the named databases; missing ones are skipped when not creating.
     /// No other transaction of the process runs meanwhile (liblmdb's rule for `mdb_dbi_open`).
     func openDatabases(_ names: [String], create: Bool) throws {
+        let opening = { (txn: LMDBTransaction) in try Self.openHandles(names, create: create, txn) }
         try access.exclusive {
-            let opening = { (txn: LMDBTransaction) in try Self.openHandles(names, create: create, txn) }
-            while true {
-                switch try create ? attemptWrite(opening) : attemptRead(opening) {
-                case .done: return
-                case .mapFull: try grow()
-                case .mapResized: try adoptMapSize()
-                }
-            }
+            try retrying(alone: true) { try create ? attemptWrite(opening) : attemptRead(opening) }
         }
     }
 
@@ -196,16 +190,19 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Runs `attempt` holding ``access`` shared until it is done; a map to grow or adopt is
-    /// grown or adopted holding it exclusively, in between.
-    private func retrying<T>(_ attempt: () throws -> Attempt<T>) throws -> T {
+    /// grown or adopted holding it exclusively, in between. `alone`: the caller holds ``access``
+    /// exclusively already, for the attempts and the resizes both.
+    private func retrying<T>(alone: Bool = false, _ attempt: () throws -> Attempt<T>) throws -> T {
         while true {
             let seen = mapGeneration.load(ordering: .relaxed)
-            switch try access.shared(attempt) {
-            case .done(let result): return result
-            // Two writers that both found the map full grow it once: the second finds it grown.
-            case .mapFull: try access.exclusive { if mapGeneration.load(ordering: .relaxed) == seen { try grow() } }
-            case .mapResized: try access.exclusive { try adoptMapSize() }
+            let outcome = try alone ? attempt() : access.shared(attempt)
+            if case .done(let result) = outcome { return result }
+            let resize = {
+                // Two writers that both found the map full grow it once: the second finds it grown.
+                if case .mapFull = outcome, self.mapGeneration.load(ordering: .relaxed) == seen { try self.grow() }
+                if case .mapResized = outcome { try self.adoptMapSize() }
             }
+            try alone ? resize() : access.exclusive(resize)
         }
     }
 
@@ -421,8 +418,7 @@ final class LMDBTransaction: @unchecked Sendable {
     /// read faults in is mapped with up to 15 neighbours (the kernel's fault-around), so a lookup
     /// counts 16 pages and a step of a cursor one, each with the pages of its value (a long row
     /// spans overflow pages); past 1,024, the map's pages are released (as
-    /// ``LMDBEnvironment/releaseMapPages()``, without touching the environment, which its store's
-    /// lock guards).
+    /// ``LMDBEnvironment/releaseMapPages()``).
     /// `generation` is the environment's ``LMDBEnvironment/mapGeneration`` when the region was
     /// found: a map resized since is found again (its old address may hold other memory now).
     var releasing: (base: UnsafeMutableRawPointer, size: Int, generation: Int)?

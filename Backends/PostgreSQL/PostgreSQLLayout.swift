@@ -116,6 +116,8 @@ struct PostgreSQLLayout: Sendable {
     let indexes: [Index]
     /// Each root table's columns after `pk`, `entity` and `version`, with their types.
     let tableColumns: [String: [(name: String, type: String)]]
+    /// The join tables (of ``relations``).
+    let joinTables: Set<String>
 
     /// An index beyond a table's primary key.
     struct Index: Sendable {
@@ -284,6 +286,7 @@ struct PostgreSQLLayout: Sendable {
         self.relations = relations
         self.indexes = indexes
         self.tableColumns = tableColumns
+        self.joinTables = Set(joinTables.values)
     }
 
     /// The sequence of `root`'s keys.

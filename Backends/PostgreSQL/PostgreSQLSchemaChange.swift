@@ -22,7 +22,7 @@ extension PostgreSQLStoreType: SchemaChanging {
         let location = try PostgreSQLLocation(url)
         let connection = try Self.connect(location)
         defer { connection.close() }
-        try Self.mapping(location) { try PostgreSQLSchemaChange.typed(location) {
+        try Self.mapping(location) { try Self.sparingOthers("cannot change the schema in place", location) {
             // A table another session reads (an export, a save under way) is waited for up to 10 s, then
             // the change gives up whole, rather than queue every later reader behind its lock.
             try connection.execute("SET lock_timeout = '10s'")
@@ -82,7 +82,7 @@ struct PostgreSQLSchemaChange {
             tables[was.table] = now.table
             for column in ["pk", "entity", "version"] { columns[was.table, default: [:]][column] = column }
             func move(_ from: String?, _ to: String?) { if let from, let to { columns[was.table, default: [:]][from] = to } }
-            for change in SchemaStep.attributeChanges(was.entity.declaration, now.entity.declaration) {
+            for change in step.attributeChanges[newName] ?? [] {
                 switch change {
                 case .kept(let a, let b):
                     move(was.entity.layout.attributeSlot(a.name).map { was.attributes[$0] }, now.entity.layout.attributeSlot(b.name).map { now.attributes[$0] })
@@ -126,8 +126,7 @@ struct PostgreSQLSchemaChange {
             moves[PostgreSQLLayout.sequence(oldName)] = PostgreSQLLayout.sequence(newName)
         }
         // The relations both layouts have that belong to no entity (the history's) stay as they are.
-        let entityRelations = Set(old.tableColumns.keys).union(oldRoots.map(PostgreSQLLayout.sequence))
-            .union(old.entities.values.flatMap { $0.toMany.values.compactMap { if case .joinTable(let t) = $0 { t } else { nil } } })
+        let entityRelations = Set(old.tableColumns.keys).union(oldRoots.map(PostgreSQLLayout.sequence)).union(old.joinTables)
         let untouched = Set(oldRelations.keys).subtracting(entityRelations).intersection(newRelations.keys)
         func statement(_ kind: String?) -> String { kind == "sequence" ? "SEQUENCE" : "TABLE" }
 
@@ -199,9 +198,7 @@ struct PostgreSQLSchemaChange {
                 try rename(table, "entity")
                 for column in (referenceColumns[table] ?? []).sorted() { try rename(table, column) }
             }
-            for relation in new.relations where relation.kind == "table" && new.tableColumns[relation.name] == nil && !untouched.contains(relation.name) {
-                try rename(relation.name, "member_entity")
-            }
+            for table in new.joinTables.sorted() { try rename(table, "member_entity") }
         }
         // 6. The new layout's indexes: those the old one made that the new does not want are dropped (others'
         //    indexes are left alone), those it lacks made. Only plain b-tree indexes are the layout's kind:
@@ -244,39 +241,22 @@ struct PostgreSQLSchemaChange {
         }
     }
 
-    /// Runs `body`, the server's refusals that mean "not now" or "not without touching what is not
-    /// the store's" turned into typed errors that say so; nothing of the change is then committed.
-    static func typed<T>(_ location: PostgreSQLLocation, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as PostgreSQLError where error.sqlState == "2BP01" {
-            // Dependent objects (another program's view or foreign key on a table or column the step drops).
-            throw StoreError(.invalidChange, "cannot change the schema in place: \(error.message)\(error.detail.map { " (\($0))" } ?? ""); "
-                             + "nothing was changed: drop or change what depends on the store's tables first", url: location.url, cause: error)
-        } catch let error as PostgreSQLError where ["55P03", "40P01", "40001"].contains(error.sqlState) {
-            throw StoreError(.busy, "another session is using the store's tables (an export, a save): nothing was changed; migrate again when it is done",
-                             url: location.url, cause: error)
-        }
-    }
-
     /// Fails unless every table of `layout` is there with exactly its columns and their types.
     static func check(_ layout: PostgreSQLLayout, _ connection: PGConnection, _ location: PostgreSQLLocation) throws {
         let joinColumns = [("owner", "bigint"), ("member", "bigint"), ("member_entity", "text"), ("position", "bigint")]
-        let history = Set(PostgreSQLHistory.relations(location).map(\.name))
-        for relation in layout.relations where relation.kind == "table" {
-            let expected = layout.tableColumns[relation.name].map { [("pk", "bigint"), ("entity", "text"), ("version", "bigint")] + $0 }
-                ?? (history.contains(relation.name) ? nil : joinColumns)
-            let rows = try connection.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY column_name",
-                                            [.text(location.schema), .text(relation.name)])
+        // The history's tables are made by the first write that records history, and are not the step's.
+        let expectedTables = layout.tableColumns.mapValues { [("pk", "bigint"), ("entity", "text"), ("version", "bigint")] + $0 }
+            .merging(layout.joinTables.map { ($0, joinColumns) }) { a, _ in a }
+        for (table, expected) in expectedTables.sorted(by: { $0.key < $1.key }) {
+            let rows = try connection.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2",
+                                            [.text(location.schema), .text(table)])
             guard rows.count > 0 else {
-                if history.contains(relation.name) { continue }   // made by the first write that records history
-                throw StoreError(.invalidChange, "cannot change the schema in place: the table \(relation.name) is missing after the step", url: location.url)
+                throw StoreError(.invalidChange, "cannot change the schema in place: the table \(table) is missing after the step", url: location.url)
             }
-            guard let expected else { continue }
-            let found = (0..<rows.count).map { "\(rows.text($0, 0) ?? "") \(rows.text($0, 1) ?? "")" }
+            let found = (0..<rows.count).map { "\(rows.text($0, 0) ?? "") \(rows.text($0, 1) ?? "")" }.sorted()
             let wanted = expected.map { "\($0.0) \($0.1)" }.sorted()
             guard found == wanted else {
-                throw StoreError(.invalidChange, "cannot change the schema in place: the table \(relation.name) has the columns \(found.joined(separator: ", ")) where the model needs \(wanted.joined(separator: ", "))", url: location.url)
+                throw StoreError(.invalidChange, "cannot change the schema in place: the table \(table) has the columns \(found.joined(separator: ", ")) where the model needs \(wanted.joined(separator: ", "))", url: location.url)
             }
         }
     }

@@ -93,7 +93,7 @@ public struct PostgreSQLStoreType: StoreType {
         guard to.schema != from.schema else { return }
         let connection = try Self.connect(to)
         defer { connection.close() }
-        do { try Self.mapping(to) {
+        try Self.mapping(to) { try Self.sparingOthers("the store was not replaced", to) {
             try Self.transaction(connection, "BEGIN") {
                 try Self.lock(connection, from)
                 try Self.lock(connection, to)
@@ -113,10 +113,23 @@ public struct PostgreSQLStoreType: StoreType {
                 }
                 try Self.dropSchemaIfEmpty(connection, from)
             }
-        } } catch let error as StoreError where (error.cause as? PostgreSQLError)?.sqlState == "2BP01" {
-            let cause = error.cause as! PostgreSQLError
-            throw StoreError(.invalidChange, "the store was not replaced: \(cause.message)\(cause.detail.map { " (\($0))" } ?? ""); "
-                             + "drop or change what depends on its tables first", url: destination, cause: cause)
+        } }
+    }
+
+    /// Runs `body`, which changes or replaces the store's tables in one transaction, turning the
+    /// server's refusals into errors that say what happened (`what`: "the store was not replaced"…):
+    /// another program's view or foreign key on a table or column it drops (without `CASCADE`) is
+    /// ``StoreError/Code/invalidChange``; a lock another session holds past `lock_timeout`, or a
+    /// deadlock with one, ``StoreError/Code/busy``. Nothing of `body` is committed then.
+    static func sparingOthers<T>(_ what: String, _ location: PostgreSQLLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgreSQLError where error.sqlState == "2BP01" {
+            throw StoreError(.invalidChange, "\(what): \(error.message)\(error.detail.map { " (\($0))" } ?? ""); "
+                             + "nothing was changed: drop or change what depends on the store's tables first", url: location.url, cause: error)
+        } catch let error as PostgreSQLError where ["55P03", "40P01", "40001"].contains(error.sqlState) {
+            throw StoreError(.busy, "\(what): another session is using the store's tables (an export, a save); nothing was changed: "
+                             + "try again when it is done", url: location.url, cause: error)
         }
     }
 

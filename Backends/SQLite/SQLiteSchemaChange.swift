@@ -20,9 +20,8 @@ extension SQLiteStoreType: SchemaChanging {
     /// a column's DEFAULT (a non-finite double, text holding U+0000) must be given to old rows one by one.
     static func blockers(_ step: SchemaStep) -> [String] {
         var blockers = step.blockers
-        for (new, old) in step.oldEntity.sorted(by: { $0.key < $1.key }) {
-            guard let was = step.source.entity(named: old), let now = step.destination.entity(named: new) else { continue }
-            for case .added(let attribute) in SchemaStep.attributeChanges(was.declaration, now.declaration) {
+        for (new, changes) in step.attributeChanges.sorted(by: { $0.key < $1.key }) {
+            for case .added(let attribute) in changes {
                 if let value = attribute.defaultValue, literal(SQLiteValues.sql(value)) == nil {
                     blockers.append("\(new).\(attribute.name): its default has no SQL literal, so old rows must be given it one by one")
                 }
@@ -206,7 +205,7 @@ extension SchemaStep {
                 let was = current.entities[oldName]!, now = fresh.entities[new]!
                 let old = step.source.entity(named: oldName)!, entity = step.destination.entity(named: new)!
                 for column in ["Z_PK", "Z_ENT", "Z_OPT"] { move(was.table, column, now.table, column) }
-                for change in SchemaStep.attributeChanges(old.declaration, entity.declaration) {
+                for change in step.attributeChanges[new] ?? [] {
                     switch change {
                     case .kept(let a, let b): move(was.table, was.attributes[a.name], now.table, now.attributes[b.name])
                     case .added(let attribute): added[Column(table: now.table, name: now.attributes[attribute.name]!)] = attribute

@@ -56,12 +56,15 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         var retired: [URL] = []
     }
     private let state: Mutex<State>
-    /// Connections for reads beside the store's own, in a WAL store (nil otherwise): a read takes an
-    /// idle one, or opens one up to ``ReaderPool/limit``, and reads in a transaction of its own, so
-    /// the reads of several threads run at once and beside a save (WAL readers wait for no writer).
+    /// Connections for reads beside the store's own, when ``pooling``: a read takes an idle one, or
+    /// opens one up to ``ReaderPool/limit``, and reads in a transaction of its own, so the reads of
+    /// several threads run at once and beside a save (WAL readers wait for no writer).
     private let readers = Mutex(ReaderPool())
     /// Whether reads take pooled readers (a WAL store, not a snapshot, not one filled in one go).
     private let pooling: Bool
+    /// Whether the store's connection leaves the WAL as it found it at close (a read-only store of
+    /// a file that had one): every other connection of the store is opened so too.
+    private let keepsWAL: Bool
 
     /// The idle pooled readers and how many are open.
     private struct ReaderPool {
@@ -115,6 +118,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             if case .text(let mode) = row.column(0) { mode.lowercased() == "wal" } else { false }
         }.first ?? false
         pooling = wal && !deferredDurability
+        keepsWAL = connection.keepsWAL
         state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
     }
 
@@ -131,7 +135,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         journalModeAtClose = nil
         historyPolicy = HistoryPolicy(StoreOptions(readOnly: true))
         isSnapshot = true
-        let keepsWAL = try store.withReader { $0.connection.keepsWAL }
+        keepsWAL = store.keepsWAL
         let connection = try SQLiteConnection(path: url.path, readOnly: true, create: false, keepingWAL: keepsWAL)
         do {
             try connection.execute("BEGIN")
@@ -146,7 +150,8 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 
     public func snapshot() throws -> any PersistentStore {
-        try SQLiteStore(snapshotOf: self, at: url!)
+        try withReader { _ in }   // a closed store has no moment to give: StoreError.closed
+        return try SQLiteStore(snapshotOf: self, at: url!)
     }
 
     /// The journal mode a new store is made with: the `journal_mode` setting, WAL by default.
@@ -430,30 +435,18 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         }
         switch taken {
         case .none: return nil
-        case .reader(let reader):
-            // The path names another file now (another process moved the store aside or replaced
-            // it): reads stay with the file the store opened, on its own connection.
-            guard (try? reader.connection.checkNotMoved()) != nil else {
-                reader.connection.close()
-                readers.withLock { $0.opened -= 1 }
-                return nil
-            }
-            return reader
+        case .reader(let reader): return reader
         case .open:
-            do {
-                let keepsWAL = try withReader { $0.connection.keepsWAL }
-                let connection = try SQLiteConnection(path: url!.path, readOnly: true, create: false, keepingWAL: keepsWAL)
-                // Opened by path: only while the path still names the store's own file.
-                guard (try? withReader({ try $0.connection.checkNotMoved() })) != nil else {
-                    connection.close()
-                    readers.withLock { $0.opened -= 1 }
-                    return nil
-                }
-                return SQLiteReader(connection: connection, schema: schema, model: model, external: external)
-            } catch {
+            // Opened by path: kept only while the path still names the file the store's own
+            // connection has (another process may have moved the store aside or replaced it). A
+            // pooled connection opened before reads that same file, as the store's own does.
+            let connection = try? SQLiteConnection(path: url!.path, readOnly: true, create: false, keepingWAL: keepsWAL)
+            guard let connection, (try? withReader({ try $0.connection.checkNotMoved() })) != nil else {
+                connection?.close()
                 readers.withLock { $0.opened -= 1 }
                 return nil
             }
+            return SQLiteReader(connection: connection, schema: schema, model: model, external: external)
         }
     }
 

@@ -209,3 +209,23 @@ extension PostgreSQLInPlaceTests {
                 "destroy leaves no table or sequence of the store")
     }
 }
+
+extension PostgreSQLInPlaceTests {
+    @Test("a table another session holds (an export's snapshot) is waited for 10 s, then the step gives up busy, nothing of it committed")
+    func heldTableIsBusy() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("held", PostgreSQLStore.typeName)
+        try makeStore(PostgreSQLStore.typeName, at: url, model: Self.model(1), json: Self.data)
+        let schema = Self.schema(url)
+        let columns = try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1")
+        let store = try Self.type.open(at: url, model: Self.model(1), options: StoreOptions(readOnly: true, createIfMissing: false))
+        defer { try? store.close() }
+        let snapshot = try store.snapshot()
+        #expect(try snapshot.count(FetchRequest(entity: "Customer")) == 2, "the snapshot's transaction now holds the table")
+        let error = try #require(throws: StoreError.self) { try Self.type.changeSchema(at: url, through: [Self.model(1), Self.model(2)]) }
+        #expect(error.code == .busy && error.message.contains("another session"), "\(error.message)")
+        try snapshot.close()
+        #expect(try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1") == columns)
+        #expect(try Self.type.readMetadata(at: url).compatibility(with: Self.model(1)).isCompatible)
+    }
+}

@@ -18,6 +18,8 @@ public struct SchemaStep: Sendable {
     public private(set) var oldEntity: [String: String] = [:]
     /// Why the step cannot be done in place, one sentence per change; empty when it can.
     public private(set) var blockers: [String] = []
+    /// Destination entity (of those that continue one) → what happens to each of its own stored attributes.
+    public private(set) var attributeChanges: [String: [AttributeChange]] = [:]
 
     /// Matches the two models and names what blocks the step.
     /// - Parameters:
@@ -57,9 +59,9 @@ public struct SchemaStep: Sendable {
             if old.declaration.uniquenessConstraints != new.declaration.uniquenessConstraints {
                 blockers.append("\(new.name): its uniqueness constraints changed, so every object must be checked")
             }
-            for change in Self.attributeChanges(old.declaration, new.declaration) {
-                if case .blocked(let reason) = change { blockers.append(reason) }
-            }
+            let changes = Self.attributeChanges(old.declaration, new.declaration)
+            attributeChanges[new.name] = changes
+            for case .blocked(let reason) in changes { blockers.append(reason) }
             for (was, relationship) in relationshipPairs(old, new) {
                 guard let was else {
                     if !relationship.isOptional || relationship.minCount > 0 {
@@ -130,7 +132,7 @@ public struct SchemaStep: Sendable {
 
     /// The entity's own stored attributes, matched by renaming identifier or name as inference
     /// matches them.
-    public static func attributeChanges(_ old: Entity, _ new: Entity) -> [AttributeChange] {
+    private static func attributeChanges(_ old: Entity, _ new: Entity) -> [AttributeChange] {
         let stored = old.attributes.filter { !$0.isTransient }
         var changes: [AttributeChange] = []
         var matched: Set<String> = []
