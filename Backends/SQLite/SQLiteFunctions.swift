@@ -10,23 +10,17 @@ enum SQLiteFunctions {
     /// `objectstore_string(op, options, lhs, rhs)`: 1 when `lhs op[options] rhs` holds.
     static let stringComparison = "objectstore_string"
 
-    /// `objectstore_matches(text, pattern)`: 1 when the pattern matches all of the text, as a
-    /// pattern rule says (``WholeMatch``); NULL for a NULL or a value that is not text, or a
-    /// pattern that is not a regular expression (which no value obeys: the caller checks).
-    static let patternMatch = "objectstore_matches"
-
-    /// `objectstore_length(text)`: the text's length in characters, as a length rule counts it
-    /// (grapheme clusters, `ObjectValidator`); NULL for a NULL or a value that is not text.
-    static let characterCount = "objectstore_length"
-
-    /// `objectstore_utf8(text)`: 1 when the text's bytes are UTF-8, 0 when not (the reader refuses
-    /// such text); NULL for a NULL or a value that is not text.
-    static let validUTF8 = "objectstore_utf8"
+    /// `objectstore_text(text, minLength, maxLength, pattern)`: 1 when the text is UTF-8 (as the
+    /// reader takes it), its length in characters lies within the bounds (grapheme clusters, as a
+    /// length rule counts them: `ObjectValidator`) and the pattern matches all of it (as a pattern
+    /// rule says: ``WholeMatch``); 0 when not, and for a value of another storage class. A NULL
+    /// bound or pattern is no rule. NULL for a NULL, or a pattern that is not a regular expression
+    /// (which no value obeys: the caller checks).
+    static let text = "objectstore_text"
 
     static func register(on db: OpaquePointer) -> Int32 {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
-        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (patternMatch, 2, matchPattern), (characterCount, 1, countCharacters),
-                                            (validUTF8, 1, checkUTF8)] {
+        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (text, 4, checkText)] {
             let result = sqlite3_create_function_v2(db, name, Int32(arguments), flags, nil, function, nil, nil, nil)
             guard result == SQLITE_OK else { return result }
         }
@@ -51,27 +45,27 @@ private final class MatcherBox {
     init(_ matcher: WholeMatch.Matcher) { self.matcher = matcher }
 }
 
-private let matchPattern: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
-    guard count == 2, let arguments else { return sqlite3_result_error(context, "objectstore_matches: bad arguments", -1) }
-    let matcher: WholeMatch.Matcher
-    if let kept = sqlite3_get_auxdata(context, 1) {
-        matcher = Unmanaged<MatcherBox>.fromOpaque(kept).takeUnretainedValue().matcher
-    } else {
-        guard let pattern = text(arguments[1]), let compiled = try? WholeMatch.matcher(for: pattern) else { return sqlite3_result_null(context) }
-        matcher = compiled
-        sqlite3_set_auxdata(context, 1, Unmanaged.passRetained(MatcherBox(compiled)).toOpaque()) { box in
-            if let box { Unmanaged<MatcherBox>.fromOpaque(box).release() }
+private let checkText: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
+    guard count == 4, let arguments else { return sqlite3_result_error(context, "objectstore_text: bad arguments", -1) }
+    func bound(_ value: OpaquePointer?) -> Int? { sqlite3_value_type(value) == SQLITE_NULL ? nil : Int(sqlite3_value_int64(value)) }
+    var matcher: WholeMatch.Matcher?
+    if sqlite3_value_type(arguments[3]) != SQLITE_NULL {
+        if let kept = sqlite3_get_auxdata(context, 3) {
+            matcher = Unmanaged<MatcherBox>.fromOpaque(kept).takeUnretainedValue().matcher
+        } else {
+            guard let pattern = text(arguments[3]), let compiled = try? WholeMatch.matcher(for: pattern) else { return sqlite3_result_null(context) }
+            matcher = compiled
+            sqlite3_set_auxdata(context, 3, Unmanaged.passRetained(MatcherBox(compiled)).toOpaque()) { box in
+                if let box { Unmanaged<MatcherBox>.fromOpaque(box).release() }
+            }
         }
     }
-    guard let matches = withText(arguments[0], matcher.matches(utf8:)) else { return sqlite3_result_null(context) }
-    sqlite3_result_int(context, matches ? 1 : 0)
-}
-
-private let countCharacters: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
-    guard count == 1, let arguments, let length = withText(arguments[0], ObjectValidator.characterCount(utf8:)) else {
-        return sqlite3_result_null(context)
+    let minimum = bound(arguments[1]), maximum = bound(arguments[2])
+    if sqlite3_value_type(arguments[0]) == SQLITE_NULL { return sqlite3_result_null(context) }
+    let obeys = withText(arguments[0]) { utf8 in
+        ObjectValidator.isText(utf8, lengthFrom: minimum, to: maximum) && matcher?.matches(utf8: utf8) != false
     }
-    sqlite3_result_int64(context, Int64(length))
+    sqlite3_result_int(context, obeys == true ? 1 : 0)
 }
 
 private func text(_ value: OpaquePointer?) -> String? {
@@ -93,11 +87,4 @@ private let compareStrings: @convention(c) (OpaquePointer?, Int32, UnsafeMutable
     } catch {
         sqlite3_result_error(context, "\(error)", -1)
     }
-}
-
-private let checkUTF8: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
-    guard count == 1, let arguments, let valid = withText(arguments[0], ObjectValidator.isUTF8) else {
-        return sqlite3_result_null(context)
-    }
-    sqlite3_result_int(context, valid ? 1 : 0)
 }

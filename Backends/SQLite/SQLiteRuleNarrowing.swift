@@ -32,11 +32,20 @@ extension SQLiteStore: RuleNarrowing {
             let c = "t.\(quote(name))"
             let rules = attribute.validation
             if !attribute.isOptional { conditions.append("\(c) IS NULL") }
+            if attribute.type == .string {
+                // Text: its storage class in SQL; UTF-8, length in characters and pattern in one call of the validator's rules.
+                if rules.pattern.map({ $0.contains("\0") || (try? WholeMatch.matcher(for: $0)) == nil }) == true {
+                    return nil   // A pattern that is not a regular expression is broken by every value: not narrowed.
+                }
+                guard rules.minValue == nil, rules.maxValue == nil else { return nil }   // Bounds on text: the validator's to judge.
+                conditions.append(textBreaks(c, rules))
+                continue
+            }
             // A value the reader would refuse, whatever the rules: the row is read, and the read says so.
             if let unreadable = unreadable(attribute, c) { conditions.append(unreadable) }
             guard rules != ValidationRules() else { continue }
             switch attribute.type {
-            case .integer16, .integer32, .integer64, .boolean, .double, .float, .date, .string: break
+            case .integer16, .integer32, .integer64, .boolean, .double, .float, .date: break
             case .binaryData where !attribute.allowsExternalBinaryDataStorage: break
             default: return nil   // Rules on values stored in a form of their own (decimals…): not said in SQL.
             }
@@ -54,23 +63,11 @@ extension SQLiteStore: RuleNarrowing {
                 }
             }
             if let range = outside(c, bounds[0], bounds[1]) { conditions.append(range) }
-            // Lengths: data in bytes, text in characters as the validator counts them. A string
-            // has no more characters than bytes, and none only when it has no bytes: a maximum the
-            // bytes keep, and a minimum of 1, need no count.
-            let bytes = "length(CAST(\(c) AS BLOB))"
-            if attribute.type == .string, let min = rules.minLength, min > 1 {
-                conditions.append(outside("\(SQLiteFunctions.characterCount)(\(c))", String(min), rules.maxLength.map(String.init))!)
-            } else if attribute.type == .string {
-                if let min = rules.minLength { conditions.append("\(bytes) < \(min)") }
-                if let max = rules.maxLength { conditions.append("(\(bytes) > \(max) AND \(SQLiteFunctions.characterCount)(\(c)) > \(max))") }
-            } else if let range = outside(bytes, rules.minLength.map(String.init), rules.maxLength.map(String.init)) {
+            // Data's length in bytes.
+            if attribute.type == .binaryData, let range = outside("length(\(c))", rules.minLength.map(String.init), rules.maxLength.map(String.init)) {
                 conditions.append(range)
             }
-            if let pattern = rules.pattern {
-                // A pattern that is not a regular expression is broken by every value: not narrowed.
-                guard attribute.type == .string, !pattern.contains("\0"), (try? WholeMatch.matcher(for: pattern)) != nil else { return nil }
-                conditions.append("\(SQLiteFunctions.patternMatch)(\(c), '\(pattern.replacingOccurrences(of: "'", with: "''"))') = 0")
-            }
+            if rules.pattern != nil { return nil }   // A pattern on what is not text: the validator's to judge.
         }
         guard let relationships = relationshipConditions(entity, mapping: mapping, schema: schema) else { return nil }
         conditions += relationships
@@ -89,22 +86,32 @@ extension SQLiteStore: RuleNarrowing {
                 conditions.append("typeof(t.\(quote(columns.key))) != 'integer'")
                 continue
             }
-            let members: String
+            // The rows that name the owner (an upper bound of its members, read from an index
+            // alone), and the members among them the store reads: rows of a known entity.
+            let named: String, members: String
             switch mapping.toMany[relationship.name] {
             case .inverseForeignKey(let table, let column, _, _)?, .hiddenForeignKey(let table, let column, _)?:
-                members = "SELECT count(*) AS n FROM \(quote(table)) x WHERE x.\(quote(column)) = t.Z_PK AND x.Z_ENT IN (\(known))"
+                named = "FROM \(quote(table)) x WHERE x.\(quote(column)) = t.Z_PK"
+                members = named + " AND x.Z_ENT IN (\(known))"
             case .join(let table, let own, let other, _, _, let otherTable)?:
-                members = "SELECT count(*) AS n FROM \(quote(table)) j JOIN \(quote(otherTable)) m ON m.Z_PK = j.\(quote(other)) "
+                named = "FROM \(quote(table)) j WHERE j.\(quote(own)) = t.Z_PK"
+                members = "FROM \(quote(table)) j JOIN \(quote(otherTable)) m ON m.Z_PK = j.\(quote(other)) "
                     + "WHERE j.\(quote(own)) = t.Z_PK AND m.Z_ENT IN (\(known))"
             case nil:
                 return nil
+            }
+            if relationship.isOptional && relationship.minCount == 0 {
+                // A maximum alone: only an owner named by more rows than that may have too many members.
+                let max = relationship.maxCount
+                conditions.append("((SELECT count(*) \(named)) > \(max) AND (SELECT count(*) \(members)) > \(max))")
+                continue
             }
             // The members counted once: none breaks only a required one; otherwise the bounds.
             var broken: [String] = []
             if relationship.minCount > 0 { broken.append("n < \(relationship.minCount)") }
             if relationship.maxCount > 0 { broken.append("n > \(relationship.maxCount)") }
             let some = broken.isEmpty ? "0" : broken.joined(separator: " OR ")
-            conditions.append("(SELECT CASE WHEN n = 0 THEN \(relationship.isOptional ? 0 : 1) ELSE \(some) END FROM (\(members)))")
+            conditions.append("(SELECT CASE WHEN n = 0 THEN \(relationship.isOptional ? 0 : 1) ELSE \(some) END FROM (SELECT count(*) AS n \(members)))")
         }
         return conditions
     }
@@ -122,11 +129,19 @@ extension SQLiteStore: RuleNarrowing {
         case .integer64: return "typeof(\(c)) NOT IN ('integer', 'null')"
         case .boolean: return "typeof(\(c)) NOT IN ('integer', 'null') OR \(c) NOT IN (0, 1)"
         case .double, .float, .date: return "typeof(\(c)) NOT IN ('real', 'integer', 'null')"
-        case .string: return "typeof(\(c)) NOT IN ('text', 'null') OR \(SQLiteFunctions.validUTF8)(\(c)) = 0"
+        case .string: return textBreaks(c, ValidationRules())
         case .binaryData where !attribute.allowsExternalBinaryDataStorage: return "typeof(\(c)) NOT IN ('blob', 'null')"
         case .uuid: return "typeof(\(c)) NOT IN ('blob', 'null') OR (typeof(\(c)) = 'blob' AND length(\(c)) != 16)"
         default: return nil
         }
+    }
+
+    /// The SQL condition that text column `c` holds what the reader refuses (another storage class,
+    /// bytes that are not UTF-8) or a text that breaks `rules`' length or pattern.
+    private static func textBreaks(_ c: String, _ rules: ValidationRules) -> String {
+        let pattern = rules.pattern.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
+        return "\(SQLiteFunctions.text)(\(c), \(rules.minLength.map(String.init) ?? "NULL"), "
+            + "\(rules.maxLength.map(String.init) ?? "NULL"), \(pattern)) = 0"
     }
 
     /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.

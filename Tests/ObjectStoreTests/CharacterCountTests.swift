@@ -73,3 +73,76 @@ import Testing
         }
     }
 }
+
+/// Counting only as far as a bound needs, and the UTF-8 check beside it: the same random texts,
+/// against Swift's count and Swift's own UTF-8 validation.
+@Suite struct BoundedCharacterCountTests {
+    private static let pieces = ["a", " ", "\r", "\r\n", "\u{E9}", "e\u{301}", "\u{301}", "\u{65E5}", "\u{1100}", "\u{1161}", "\u{200D}", "\u{FE0F}",
+                                 "\u{1F44D}", "\u{1F3FD}", "\u{1F468}", "\u{1F680}", "\u{2764}", "\u{1F1EB}", "\u{1F1F7}", "\u{915}", "\u{94D}",
+                                 "lorem ipsum ", "0123456\r\n89"]
+
+    private static func texts(_ count: Int) -> [String] {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        return (0..<count).map { _ in (0..<next(16)).map { _ in pieces[next(pieces.count)] }.joined() }
+    }
+
+    @Test func aCappedCountIsExactBelowItsCapAndAtLeastTheCapOtherwise() {
+        var differing: [String] = []
+        for text in Self.texts(5_000) {
+            let bytes = Array(text.utf8)
+            for cap in [0, 1, 2, 3, 5, 8, 13, 40] {
+                let capped = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: cap) }
+                let right = text.count < cap ? capped == text.count : (capped.map { $0 >= cap && $0 <= text.count } ?? false)
+                if !right { differing.append("\(String(reflecting: text)) cap \(cap): \(String(describing: capped)), Swift \(text.count)") }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
+    }
+
+    @Test func isTextJudgesLengthsAsTheValidatorDoes() {
+        var differing: [String] = []
+        let bounds: [Int?] = [nil, 0, 1, 2, 4, 7, 12, 30]
+        for text in Self.texts(2_000) {
+            let bytes = Array(text.utf8)
+            for minimum in bounds {
+                for maximum in bounds {
+                    let judged = bytes.withUnsafeBufferPointer { ObjectValidator.isText($0, lengthFrom: minimum, to: maximum) }
+                    let expected = text.count >= (minimum ?? 0) && text.count <= (maximum ?? .max)
+                    if judged != expected { differing.append("\(String(reflecting: text)) \(String(describing: minimum))...\(String(describing: maximum))") }
+                }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
+    }
+
+    /// Bytes cut out of valid text at random, with bytes no UTF-8 has put in: judged as Swift's validation judges them.
+    @Test func bytesThatAreNotUTF8AreRefusedAsSwiftRefusesThem() {
+        var state: UInt64 = 0x1234_5678_9ABC_DEF1
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let strays: [UInt8] = [0x80, 0xBF, 0xC0, 0xC1, 0xC3, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF]
+        var differing: [[UInt8]] = []
+        var refused = 0
+        for text in Self.texts(5_000) {
+            var bytes = Array(text.utf8)
+            switch next(3) {
+            case 0 where !bytes.isEmpty: bytes.removeSubrange(next(bytes.count)..<bytes.count)
+            case 1: bytes.insert(strays[next(strays.count)], at: next(bytes.count + 1))
+            default: break
+            }
+            let swift = String(validating: bytes, as: UTF8.self) != nil
+            if !swift { refused += 1 }
+            let ours = bytes.withUnsafeBufferPointer { ObjectValidator.isUTF8($0) }
+            let counted = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: 1) } != nil
+            if ours != swift || counted != swift { differing.append(bytes) }
+        }
+        #expect(refused > 500)
+        #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
+    }
+}

@@ -146,7 +146,8 @@ struct SQLiteRelationshipNarrowingTests {
         }
         Entity("Sponsor") {
             Attribute("name", .string)
-            Relationship("teams", to: "Team", inverse: "sponsors", toMany: true)
+            // A maximum alone: 3 teams at most.
+            Relationship("teams", to: "Team", inverse: "sponsors", toMany: true, maxCount: 3)
         }
     }
 
@@ -154,7 +155,6 @@ struct SQLiteRelationshipNarrowingTests {
     func relationshipRules() throws {
         let folder = try TemporaryFolder()
         let store = try SQLiteStoreType().open(at: folder.url.appending(path: "s.sqlite"), model: Self.model, options: StoreOptions())
-        defer { try? store.close() }
         // Players per team and sponsors per team, by team 1…6.
         let players = [1, 0, 3, 4, 2, 1]          // team 2 none (required), team 4 four (> 3)
         let sponsors = [0, 1, 2, 3, 4, 0]         // team 2 one (< 2 when some), team 5 four (> 3)
@@ -173,9 +173,26 @@ struct SQLiteRelationshipNarrowingTests {
         records.append(ObjectRecord(key: ObjectKey("Player", nextPlayer), attributes: [:]))
         _ = try store.allocatePrimaryKeys(entity: "Player", count: Int(nextPlayer))
         try store.save(ChangeSet(inserted: records))
+        try store.close()
+        // Sponsor 1 is in four teams (> 3); sponsor 2 in three, and named by a fourth join row whose
+        // team does not exist, which the store does not read: still three.
+        let url = folder.url.appending(path: "s.sqlite")
+        let raw = try RawDatabase(url, readOnly: false)
+        let join = try #require(try raw.strings("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z!_%' ESCAPE '!' AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE')").first?.first)
+        let columns = try raw.columns(join)
+        // Core Data names a join column for the relationship whose destination it holds: Team.sponsors holds sponsors.
+        let sponsorColumn = try #require(columns.first { $0.hasSuffix("SPONSORS") }), teamColumn = try #require(columns.first { $0.hasSuffix("TEAMS") })
+        try raw.execute("INSERT INTO \"\(join)\" (\"\(sponsorColumn)\", \"\(teamColumn)\") VALUES (2, 99)")
+        raw.close()
+        let reopened = try SQLiteStoreType().open(at: url, model: Self.model, options: StoreOptions())
+        defer { try? reopened.close() }
+        try check(reopened, nextPlayer: nextPlayer)
+    }
+
+    private func check(_ store: any PersistentStore, nextPlayer: Int64) throws {
         let narrowing = try #require(store as? any RuleNarrowing)
         #expect(narrowing.narrowsRelationshipRules)
-        let expected: [(String, [Int64])] = [("Team", [2, 4, 5]), ("Player", [nextPlayer]), ("Sponsor", [])]
+        let expected: [(String, [Int64])] = [("Team", [2, 4, 5]), ("Player", [nextPlayer]), ("Sponsor", [1])]
         for (entity, byHand) in expected {
             let broken = try store.fetch(FetchRequest(entity: entity)).filter { try !ObjectValidator.failures(of: $0, in: store).isEmpty }.map(\.key.primaryKey)
             #expect(broken == byHand, "\(entity): the oracle")

@@ -229,61 +229,72 @@ public enum ObjectValidator {
         s.utf8.withContiguousStorageIfAvailable(characterCount(utf8:)) ?? s.count
     }
 
-    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`. A scalar
-    /// that no neighbour joins (``isCharacterAlone(_:)``: ASCII but CR, Latin, Greek, Cyrillic,
-    /// Hebrew and Arabic letters, CJK, kana, Hangul syllables…) after another such is a character of
-    /// its own, counted without building a string. Around any other (marks, emoji, joiners, CR LF)
-    /// Swift counts a stretch, from the alone scalar before it to the next two alone scalars in a
-    /// row (between which characters always break). Text that is not valid UTF-8 is counted by Swift whole.
+    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`; text that
+    /// is not valid UTF-8 is counted as Swift decodes it (each bad sequence one U+FFFD).
     package static func characterCount(utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        characterCount(utf8: utf8, upTo: .max) ?? String(decoding: utf8, as: UTF8.self).count
+    }
+
+    /// Whether `utf8` is text a reader takes (valid UTF-8) whose length in characters lies within
+    /// `minLength...maxLength` (either may be nil). Characters are counted only as far as the bounds
+    /// need: a text has no more characters than bytes and at least one when it has a byte, so a
+    /// maximum its bytes keep needs no count, and a minimum is met once that many are counted.
+    package static func isText(_ utf8: UnsafeBufferPointer<UInt8>, lengthFrom minLength: Int?, to maxLength: Int?) -> Bool {
+        let bytes = utf8.count
+        if let minLength, bytes < minLength { return false }
+        let cap: Int
+        if let maxLength, bytes > maxLength {
+            cap = maxLength + 1
+        } else if let minLength, minLength > 1 {
+            cap = minLength
+        } else {
+            return isUTF8(utf8)
+        }
+        guard let count = characterCount(utf8: utf8, upTo: cap) else { return false }
+        return count >= (minLength ?? 0) && count <= (maxLength ?? .max)
+    }
+
+    /// The length in characters (grapheme clusters) of the text whose UTF-8 is `utf8`, counted no
+    /// further than `cap` (a result of `cap` or more says "at least that many"), or nil when the
+    /// bytes are not UTF-8, which is checked to the end whatever the cap.
+    ///
+    /// A scalar that no neighbour joins (``isCharacterAlone(_:)``: ASCII but CR, Latin, Greek,
+    /// Cyrillic, Hebrew and Arabic letters, CJK, kana, Hangul syllables, pictographs…) after another
+    /// such is a character of its own, counted without building a string. Around any other (marks,
+    /// joiners, modifiers, CR LF) Swift counts a stretch, from the alone scalar before it to the next
+    /// two alone scalars in a row (between which characters always break). The count so far never
+    /// exceeds the whole text's (appending text may join a last character to what follows, never
+    /// two earlier ones), so it may stop at the cap.
+    package static func characterCount(utf8: UnsafeBufferPointer<UInt8>, upTo cap: Int) -> Int? {
+        guard let base = UnsafeRawPointer(utf8.baseAddress) else { return 0 }
         var count = 0, i = 0
         let n = utf8.count
         // Where the stretch Swift counts began (nil outside one); where the last scalar began, and
         // whether it was alone.
         var stretch: Int?
         var previous = 0, previousAlone = false
-        let base = UnsafeRawPointer(utf8.baseAddress)
         while i < n {
-            // Outside a stretch, eight bytes of ASCII without CR at a time: eight characters.
-            if stretch == nil, i + 8 <= n, let base {
-                let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if count >= cap { return isUTF8(utf8, from: i) ? count : nil }
+            // Outside a stretch, eight bytes at a time: ASCII but CR, a character each, up to the first other.
+            if stretch == nil, i + 8 <= n {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
                 let crossed = word ^ 0x0D0D_0D0D_0D0D_0D0D
+                // The lowest byte flagged is a CR or not ASCII (a borrow flags only bytes above a CR).
                 let carriageReturn = (crossed &- 0x0101_0101_0101_0101) & ~crossed & 0x8080_8080_8080_8080
-                if (word & 0x8080_8080_8080_8080) | carriageReturn == 0 {
-                    count += 8
-                    previous = i + 7
+                let other = (word & 0x8080_8080_8080_8080) | carriageReturn
+                let plain = other == 0 ? 8 : other.trailingZeroBitCount >> 3
+                if plain > 0 {
+                    count += plain
+                    previous = i + plain - 1
                     previousAlone = true
-                    i += 8
-                    continue
+                    i += plain
+                    if plain == 8 { continue }
                 }
             }
-            let start = i, lead = utf8[i]
-            let alone: Bool
-            if lead < 0x80 {
-                alone = lead != 0x0D
-                i += 1
-            } else if lead >= 0xC2 && lead <= 0xDF {
-                guard i + 1 < n, utf8[i + 1] & 0xC0 == 0x80 else { return String(decoding: utf8, as: UTF8.self).count }
-                alone = isCharacterAlone(UInt32(lead & 0x1F) << 6 | UInt32(utf8[i + 1] & 0x3F))
-                i += 2
-            } else if lead >= 0xE0 && lead <= 0xEF {
-                // Three bytes, neither overlong (E0 A0…) nor a surrogate (ED 80–9F…).
-                guard i + 2 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80,
-                      lead != 0xE0 || utf8[i + 1] >= 0xA0, lead != 0xED || utf8[i + 1] <= 0x9F else {
-                    return String(decoding: utf8, as: UTF8.self).count
-                }
-                alone = isCharacterAlone(UInt32(lead & 0x0F) << 12 | UInt32(utf8[i + 1] & 0x3F) << 6 | UInt32(utf8[i + 2] & 0x3F))
-                i += 3
-            } else if lead >= 0xF0 && lead <= 0xF4 {
-                guard i + 3 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80, utf8[i + 3] & 0xC0 == 0x80,
-                      lead != 0xF0 || utf8[i + 1] >= 0x90, lead != 0xF4 || utf8[i + 1] <= 0x8F else {
-                    return String(decoding: utf8, as: UTF8.self).count
-                }
-                alone = false
-                i += 4
-            } else {
-                return String(decoding: utf8, as: UTF8.self).count
-            }
+            let start = i
+            guard let (scalar, length) = scalar(in: utf8, at: i) else { return nil }
+            let alone = scalar < 0x80 ? scalar != 0x0D : isCharacterAlone(scalar)
+            i += length
             if let begun = stretch {
                 // Two alone scalars in a row: a break before this one ends the stretch.
                 if alone && previousAlone && previous > begun {
@@ -304,20 +315,62 @@ public enum ObjectValidator {
         return count
     }
 
-    /// Whether `utf8` is UTF-8 (as a reader takes text): ASCII a word at a time, from the first
-    /// other byte the standard library's check.
-    package static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        var i = 0
-        if let base = UnsafeRawPointer(utf8.baseAddress) {
-            while i + 8 <= utf8.count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+    /// The scalar whose UTF-8 begins at `i` and its length in bytes, or nil where the bytes are
+    /// not UTF-8 (a stray or missing continuation byte, an overlong form, a surrogate, beyond U+10FFFF).
+    @inline(__always)
+    private static func scalar(in utf8: UnsafeBufferPointer<UInt8>, at i: Int) -> (UInt32, Int)? {
+        let n = utf8.count, lead = utf8[i]
+        if lead < 0x80 { return (UInt32(lead), 1) }
+        if lead >= 0xC2 && lead <= 0xDF {
+            guard i + 1 < n, utf8[i + 1] & 0xC0 == 0x80 else { return nil }
+            return (UInt32(lead & 0x1F) << 6 | UInt32(utf8[i + 1] & 0x3F), 2)
         }
-        while i < utf8.count, utf8[i] < 0x80 { i += 1 }
-        return i == utf8.count || String(validating: UnsafeBufferPointer(rebasing: utf8[i...]), as: UTF8.self) != nil
+        if lead >= 0xE0 && lead <= 0xEF {
+            // Neither overlong (E0 A0…) nor a surrogate (ED 80–9F…).
+            guard i + 2 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80,
+                  lead != 0xE0 || utf8[i + 1] >= 0xA0, lead != 0xED || utf8[i + 1] <= 0x9F else { return nil }
+            return (UInt32(lead & 0x0F) << 12 | UInt32(utf8[i + 1] & 0x3F) << 6 | UInt32(utf8[i + 2] & 0x3F), 3)
+        }
+        if lead >= 0xF0 && lead <= 0xF4 {
+            guard i + 3 < n, utf8[i + 1] & 0xC0 == 0x80, utf8[i + 2] & 0xC0 == 0x80, utf8[i + 3] & 0xC0 == 0x80,
+                  lead != 0xF0 || utf8[i + 1] >= 0x90, lead != 0xF4 || utf8[i + 1] <= 0x8F else { return nil }
+            return (UInt32(lead & 0x07) << 18 | UInt32(utf8[i + 1] & 0x3F) << 12 | UInt32(utf8[i + 2] & 0x3F) << 6 | UInt32(utf8[i + 3] & 0x3F), 4)
+        }
+        return nil
+    }
+
+    /// Whether `utf8` is UTF-8 (as a reader takes text).
+    package static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        isUTF8(utf8, from: 0)
+    }
+
+    /// Whether `utf8` is UTF-8 from byte `i` (a scalar's first) on: ASCII a word at a time.
+    private static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>, from i: Int) -> Bool {
+        guard let base = UnsafeRawPointer(utf8.baseAddress) else { return true }
+        var i = i
+        let n = utf8.count
+        while i < n {
+            if i + 8 <= n {
+                // ASCII up to the first other byte of eight.
+                let other = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & 0x8080_8080_8080_8080
+                if other == 0 {
+                    i += 8
+                    continue
+                }
+                i += other.trailingZeroBitCount >> 3
+            } else if utf8[i] < 0x80 {
+                i += 1
+                continue
+            }
+            guard let (_, length) = scalar(in: utf8, at: i) else { return false }
+            i += length
+        }
+        return true
     }
 
     /// Ranges of scalars whose grapheme-break property joins them to no neighbour (not a mark,
-    /// joiner, prepend, control, regional indicator, Hangul jamo or pictograph): a text of them
-    /// alone has as many characters as scalars. Checked against Swift's own count, scalar by
+    /// joiner, prepend, control, regional indicator or Hangul jamo; pictographs join only across a
+    /// joiner, which is not alone): a text of them alone has as many characters as scalars. Checked against Swift's own count, scalar by
     /// scalar, by `CharacterCountTests`.
     package static let charactersAlone: [ClosedRange<UInt32>] = [
         0x80...0x2FF,        // Latin-1, Latin Extended-A and -B, IPA, spacing modifiers
@@ -328,11 +381,14 @@ public enum ObjectValidator {
         0x1E00...0x1EFF,     // Latin Extended Additional (Vietnamese)
         0x2010...0x2027,     // dashes, quotation marks, bullets, ellipsis
         0x20A0...0x20C0,     // currency signs
+        0x2600...0x27BF,     // miscellaneous symbols and dingbats (☀, ✅, ❤)
         0x3001...0x3029,     // CJK punctuation (not the tone marks U+302A–302F)
         0x3041...0x3096, 0x30A1...0x30FA,   // kana (not the sound marks U+3099–309A)
         0x4E00...0x9FFF,     // CJK ideographs
         0xAC00...0xD7A3,     // Hangul syllables
         0xFF01...0xFF60,     // fullwidth forms
+        0x1F300...0x1F3FA, 0x1F400...0x1F64F,   // pictographs and faces (not the skin tones U+1F3FB–1F3FF)
+        0x1F680...0x1F6FF, 0x1F900...0x1F9FF,   // transport, supplemental pictographs
     ]
 
     private static func isCharacterAlone(_ scalar: UInt32) -> Bool {
