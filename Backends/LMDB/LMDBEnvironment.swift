@@ -45,6 +45,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// How many times this process changed the map's size (it may then be at another address):
     /// a snapshot that remembers where the map was checks it before releasing pages there.
     let mapGeneration = Atomic<Int>(0)
+    /// Where the map was found (``mapRegion()``), at which ``mapGeneration``: each transaction
+    /// drops the pages it reads there past its budget (``LMDBMapResidency``).
+    private let foundRegion = Mutex<(generation: Int, base: UInt, size: Int)?>(nil)
+    /// The resident size after the map was last dropped (``LMDBMapResidency``).
+    let residencyBaseline = LMDBMapResidency.Baseline()
 
     static let maxDatabases: UInt32 = 2_048
     /// Reader slots in the lock file, shared by every process that opens the store (64 bytes each).
@@ -224,8 +229,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     private func attemptRead<T>(_ body: (LMDBTransaction) throws -> T) throws -> Attempt<T> {
+        let region = currentRegion()
         guard let txn = try beginRead() else { return .mapResized }
         let transaction = LMDBTransaction(handle: txn, environment: self)
+        transaction.releasing = region
         let result: T
         do {
             result = try body(transaction)
@@ -249,6 +256,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     private func attemptWrite<T>(_ body: (LMDBTransaction) throws -> T) throws -> Attempt<T> {
+        let region = currentRegion()
         var txn: OpaquePointer?
         let begun = mdb_txn_begin(handle, nil, 0, &txn)
         if begun == MDB_MAP_RESIZED { return .mapResized }
@@ -260,6 +268,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         let transaction = LMDBTransaction(handle: txn!, environment: self)
+        transaction.releasing = region
         let result: T
         do {
             result = try body(transaction)
@@ -334,6 +343,18 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// pages 0 and 1 (page number and magic) are where it says.
     func releaseMapPages() {
         if let (base, size) = mapRegion() { madvise(base, size, MADV_DONTNEED) }
+    }
+
+    /// Where the map is and how large, at the current ``mapGeneration``, found once per
+    /// generation; nil when it cannot be told. Call it outside a transaction of this thread.
+    private func currentRegion() -> (base: UnsafeMutableRawPointer, size: Int, generation: Int)? {
+        let generation = mapGeneration.load(ordering: .relaxed)
+        if let found = foundRegion.withLock({ $0 }), found.generation == generation, let base = UnsafeMutableRawPointer(bitPattern: found.base) {
+            return (base, found.size, generation)
+        }
+        guard let (base, size) = mapRegion() else { return nil }
+        foundRegion.withLock { $0 = (generation, UInt(bitPattern: base), size) }
+        return (base, size, generation)
     }
 
     /// Where the map is and how large (see ``releaseMapPages()``); nil when it cannot be told.
@@ -414,27 +435,27 @@ final class LMDBTransaction: @unchecked Sendable {
     /// The databases a snapshot took with it (it must not read the environment's, which its store changes).
     private let fixedDatabases: [String: MDB_dbi]?
     /// The map, for a transaction that drops the pages it reads from the resident set as it goes
-    /// (a snapshot's: a conversion or an export reads the whole file through one). Every page a
-    /// read faults in is mapped with up to 15 neighbours (the kernel's fault-around), so a lookup
-    /// counts 16 pages and a step of a cursor one, each with the pages of its value (a long row
-    /// spans overflow pages); past 1,024, the map's pages are released (as
+    /// (every transaction whose environment could tell where its map is: a conversion or an export
+    /// reads the whole file through one snapshot, and a batch written may look up keys all over
+    /// it). A lookup, a write or a delete counts 16 pages and a step of a cursor one, each with the
+    /// pages of its value (a long row spans overflow pages); past a budget (``LMDBMapResidency``,
+    /// which learns how much a page counted maps here), the map's pages are released (as
     /// ``LMDBEnvironment/releaseMapPages()``).
     /// `generation` is the environment's ``LMDBEnvironment/mapGeneration`` when the region was
     /// found: a map resized since is found again (its old address may hold other memory now).
     var releasing: (base: UnsafeMutableRawPointer, size: Int, generation: Int)?
-    private var touched = 0
+    private lazy var residency = LMDBMapResidency(every: 32, baseline: environment.residencyBaseline)
 
     private func touch(_ pages: Int) {
         guard let current = releasing else { return }
-        touched += pages
-        guard touched >= 1_024 else { return }
-        touched = 0
-        let generation = environment.mapGeneration.load(ordering: .relaxed)
-        guard current.generation == generation else {
-            releasing = environment.mapRegion().map { ($0.0, $0.1, generation) }
-            return
+        residency.count(pages) {
+            let generation = environment.mapGeneration.load(ordering: .relaxed)
+            guard current.generation == generation else {
+                releasing = environment.mapRegion().map { ($0.0, $0.1, generation) }
+                return
+            }
+            madvise(current.base, current.size, MADV_DONTNEED)
         }
-        madvise(current.base, current.size, MADV_DONTNEED)
     }
 
     init(handle: OpaquePointer, environment: LMDBEnvironment, databases: [String: MDB_dbi]? = nil) {
@@ -519,6 +540,7 @@ final class LMDBTransaction: @unchecked Sendable {
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in
                 var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+                touch(16 + valueBytes.count / 4_096)
                 guard environment.checksummed else {
                     var v = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
                     try LMDBEnvironment.check(mdb_put(handle, dbi, &k, &v, flags.rawValue), "cannot write to \(name)")
@@ -540,6 +562,7 @@ final class LMDBTransaction: @unchecked Sendable {
         return try key.withUnsafeBytes { keyBytes in
             var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             let rc = mdb_del(handle, dbi, &k, nil)
+            touch(16)
             if rc == MDB_NOTFOUND { return false }
             try LMDBEnvironment.check(rc, "cannot delete from \(name)")
             return true

@@ -32,8 +32,9 @@ struct LMDBPageWalk {
     let pageSize: Int
     let lastPage: UInt64
     let url: URL
-    /// Called every 1,024 pages, to drop the pages walked so far from memory.
+    /// Drops the pages walked so far from memory; called as often as ``LMDBMapResidency`` says.
     let release: () -> Void
+    private var residency = LMDBMapResidency(every: 1, baseline: LMDBMapResidency.Baseline())
     private var visited: Set<UInt64> = []
     /// The pages the free-page tree lists as free.
     private var free: [UInt64] = []
@@ -56,7 +57,7 @@ struct LMDBPageWalk {
 
     private mutating func visit(_ page: UInt64, _ name: String) throws {
         guard visited.insert(page).inserted else { throw fail("\(name) reaches page \(page) twice") }
-        if visited.count % 1_024 == 0 { release() }
+        residency.count(1, drop: release)
     }
 
     private func fail(_ message: String) -> StoreError {
