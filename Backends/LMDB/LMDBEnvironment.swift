@@ -46,7 +46,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// a snapshot that remembers where the map was checks it before releasing pages there.
     let mapGeneration = Atomic<Int>(0)
     /// Where the map was found (``mapRegion()``), at which ``mapGeneration``: each transaction
-    /// drops the pages it reads there past its budget (``LMDBMapResidency``).
+    /// drops the pages it reads there (``LMDBMapResidency``).
     private let foundRegion = Mutex<(generation: Int, base: UInt, size: Int)?>(nil)
     /// The resident size after the map was last dropped (``LMDBMapResidency``).
     let residencyBaseline = LMDBMapResidency.Baseline()
@@ -438,9 +438,11 @@ final class LMDBTransaction: @unchecked Sendable {
     /// (every transaction whose environment could tell where its map is: a conversion or an export
     /// reads the whole file through one snapshot, and a batch written may look up keys all over
     /// it). A lookup, a write or a delete counts 16 pages and a step of a cursor one, each with the
-    /// pages of its value (a long row spans overflow pages); past a budget (``LMDBMapResidency``,
-    /// which learns how much a page counted maps here), the map's pages are released (as
-    /// ``LMDBEnvironment/releaseMapPages()``).
+    /// pages of its value (a long row spans overflow pages); every 32, the process's resident
+    /// size is read, and the map's pages are released (as ``LMDBEnvironment/releaseMapPages()``)
+    /// once it has grown by ``LMDBMapResidency/target`` since they last were (``LMDBMapResidency``).
+    /// Releasing is safe in a write transaction too: the map is read-only, its pages come back
+    /// from the page cache at the same addresses, and the pages a transaction writes are its own.
     /// `generation` is the environment's ``LMDBEnvironment/mapGeneration`` when the region was
     /// found: a map resized since is found again (its old address may hold other memory now).
     var releasing: (base: UnsafeMutableRawPointer, size: Int, generation: Int)?

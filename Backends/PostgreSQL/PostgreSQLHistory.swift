@@ -77,6 +77,20 @@ enum PostgreSQLHistory {
         }
     }
 
+    /// Rewrites every record under the names `steps` give entities and properties (an in-place
+    /// schema change's, in its transaction), so history read after it names what the model does.
+    static func rename(through steps: [SchemaStep], _ connection: PGConnection, _ location: PostgreSQLLocation) throws {
+        guard try exists(connection, location) else { return }
+        let rows = try connection.query("SELECT token, record FROM \(location.qualified(table)) ORDER BY token")
+        for row in 0..<rows.count {
+            let token = rows.int64(row, 0) ?? 0
+            let place = "\(location.url.absoluteString), \(table) token \(token)"
+            guard let bytes = rows.bytes(row, 1) else { throw StoreError(.corrupt, "\(place): the record is not bytea", url: location.url) }
+            guard let renamed = SchemaStep.renaming(try HistoryRecord(decoding: bytes, place: place), through: steps) else { continue }
+            try connection.query("UPDATE \(location.qualified(table)) SET record = $2 WHERE token = $1", [.text(String(token)), .bytes(renamed.encoded())])
+        }
+    }
+
     static func delete(through token: Int64, _ connection: PGConnection, _ location: PostgreSQLLocation) throws -> Int {
         guard try exists(connection, location) else { return 0 }
         return try connection.query("WITH gone AS (DELETE FROM \(location.qualified(table)) WHERE token <= $1 RETURNING 1) SELECT count(*) FROM gone",

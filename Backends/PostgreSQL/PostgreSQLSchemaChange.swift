@@ -33,6 +33,7 @@ extension PostgreSQLStoreType: SchemaChanging {
                 guard metadata.compatibility(with: first).isCompatible else {
                     throw StoreError(.incompatibleModel, "the store was not made with the first model of the change", url: url)
                 }
+                var steps: [SchemaStep] = []
                 for (source, destination) in zip(models, models.dropFirst()) {
                     let step = SchemaStep(from: source, to: destination, recordsTargetEntity: true)
                     guard step.blockers.isEmpty else {
@@ -40,7 +41,9 @@ extension PostgreSQLStoreType: SchemaChanging {
                     }
                     logger.debug("schema \(location.schema): a schema step in place, tables and columns altered in the transaction")
                     try PostgreSQLSchemaChange(step, location).apply(connection)
+                    steps.append(step)
                 }
+                if steps.contains(where: \.renamesNames) { try PostgreSQLHistory.rename(through: steps, connection, location) }
                 // The tables now fit the last model, or nothing is committed.
                 try PostgreSQLSchemaChange.check(PostgreSQLLayout(model: last, location: location), connection, location)
                 try metadata.setModel(last)

@@ -47,6 +47,20 @@ enum SQLiteHistory {
             }
     }
 
+    /// Rewrites every record under the names `steps` give entities and properties (an in-place
+    /// schema change's, in its transaction), so history read after it names what the model does.
+    static func rename(through steps: [SchemaStep], _ connection: SQLiteConnection, url: URL?) throws {
+        guard try exists(connection) else { return }
+        let rows = try connection.statement("SELECT Z_PK, ZRECORD FROM OS_TRANSACTION ORDER BY Z_PK").rows { row in (row.int64(0), row.column(1)) }
+        let update = try connection.statement("UPDATE OS_TRANSACTION SET ZRECORD = ?2 WHERE Z_PK = ?1")
+        for (token, value) in rows {
+            let place = "\(url?.path ?? "store"), OS_TRANSACTION row \(token)"
+            guard case .blob(let bytes) = value else { throw StoreError(.corrupt, "\(place): ZRECORD is not a blob", url: url) }
+            guard let renamed = SchemaStep.renaming(try HistoryRecord(decoding: bytes, place: place), through: steps) else { continue }
+            try update.run([.integer(token), .blob(renamed.encoded())])
+        }
+    }
+
     /// Moves the token counter to at least `token`.
     static func continueAfter(_ token: Int64, _ connection: SQLiteConnection) throws {
         try connection.execute(createStatement)

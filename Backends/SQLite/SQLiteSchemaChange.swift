@@ -39,6 +39,7 @@ extension SQLiteStoreType: SchemaChanging {
             throw StoreError(.incompatibleModel, "the store was not made with the first model of the change", url: url)
         }
         try connection.transaction {
+            var steps: [SchemaStep] = []
             for (source, destination) in zip(models, models.dropFirst()) {
                 let step = SchemaStep(from: source, to: destination)
                 let blockers = Self.blockers(step)
@@ -47,7 +48,9 @@ extension SQLiteStoreType: SchemaChanging {
                 }
                 logger.debug("\(url.lastPathComponent): a schema step in place: tables and columns altered in the transaction")
                 try step.apply(to: connection, url: url)
+                steps.append(step)
             }
+            if steps.contains(where: \.renamesNames) { try SQLiteHistory.rename(through: steps, connection, url: url) }
             let last = models.last!
             // The tables now fit the last model, or nothing is committed.
             _ = try SQLiteSchema(model: last, file: SQLiteFileLayout.read(from: connection, url: url), url: url)

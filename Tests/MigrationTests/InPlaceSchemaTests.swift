@@ -199,3 +199,46 @@ extension InPlaceSchemaTests {
         #expect(item.attributes["limit"] == .double(-.infinity) && item.attributes["tag"] == .string("a\u{0}b"))
     }
 }
+
+/// History written before an in-place step, read after it: by the names the model has now.
+@Suite("In-place steps rename what history recorded")
+struct InPlaceHistoryTests {
+    /// v1 → v2: Person renamed Member (its `name` renamed `fullName`, `age` kept); Note unchanged.
+    static func model(_ version: Int) throws -> ManagedObjectModel {
+        try ManagedObjectModel(versionIdentifiers: ["h\(version)"]) {
+            Entity(version == 1 ? "Person" : "Member", renamingIdentifier: version == 2 ? "Person" : nil) {
+                Attribute(version == 1 ? "name" : "fullName", .string, renamingIdentifier: version == 2 ? "name" : nil)
+                Attribute("age", .integer32)
+            }
+            Entity("Note") { Attribute("text", .string) }
+        }
+    }
+
+    @Test("entities and properties the step renames are named anew in every earlier transaction; the rest as they were",
+          arguments: Backends.all.filter { Backends.type($0) is any SchemaChanging })
+    func renamed(_ backend: String) throws {
+        let type = Backends.type(backend)
+        let workspace = try Workspace()
+        let url = workspace.location("people", backend)
+        let store = try type.open(at: url, model: try Self.model(1), options: StoreOptions())
+        let person = ObjectKey("Person", try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound)
+        let note = ObjectKey("Note", try store.allocatePrimaryKeys(entity: "Note", count: 1).lowerBound)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: person, attributes: ["name": .string("Ann"), "age": .integer(30)]),
+                                            ObjectRecord(key: note, attributes: ["text": .string("hi")])]))
+        try store.save(ChangeSet(updated: [ObjectUpdate(key: person, attributes: ["name": .string("Anna"), "age": .integer(31)])]))
+        try store.save(ChangeSet(updated: [ObjectUpdate(key: note, attributes: ["text": .string("hello")])]))
+        let tokens = try store.history(after: nil, limit: 10).map(\.token)
+        try store.close()
+
+        try #require(type as? any SchemaChanging).changeSchema(at: url, through: [try Self.model(1), try Self.model(2)])
+
+        let reopened = try type.open(at: url, model: try Self.model(2), options: StoreOptions())
+        defer { try? reopened.close() }
+        let history = try reopened.history(after: nil, limit: 10)
+        let member = ObjectKey("Member", person.primaryKey)
+        #expect(history.map(\.token) == tokens, "the same transactions under the same tokens")
+        #expect(history.map(\.inserted) == [[member, note], [], []])
+        #expect(history.map(\.updated) == [[], [UpdatedObject(key: member, properties: ["age", "fullName"])], [UpdatedObject(key: note, properties: ["text"])]])
+        #expect(try reopened.record(for: member)?.attributes["fullName"] == .string("Anna"), "a key history names is one the store reads")
+    }
+}

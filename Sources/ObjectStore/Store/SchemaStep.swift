@@ -81,6 +81,63 @@ public struct SchemaStep: Sendable {
         }
     }
 
+    /// `record`, written under the source model's names, under the destination's: the keys of an
+    /// entity that continues under another name take that name, and the properties an update set
+    /// that continue under other names take theirs (matched as the step matches them). Keys of an
+    /// entity the step removes, and properties it removes, keep their names. Nil when nothing in
+    /// the record is renamed, so a store rewrites only the records that change.
+    public func renaming(_ record: HistoryRecord) -> HistoryRecord? {
+        let newEntity = Dictionary(uniqueKeysWithValues: oldEntity.map { ($1, $0) })
+        var propertyNames: [String: [String: String]] = [:]
+        func names(_ entity: String) -> [String: String] {
+            if let known = propertyNames[entity] { return known }
+            var renamed: [String: String] = [:]
+            if let new = newEntity[entity].flatMap(destination.entity(named:)), let old = source.entity(named: entity) {
+                let properties = new.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + new.storedRelationships.map { ($0.name, $0.renamingIdentifier) }
+                for (name, renaming) in properties {
+                    if let was = [renaming ?? name, name].first(where: { old.attributesByName[$0] != nil || old.relationshipsByName[$0] != nil }), was != name {
+                        renamed[was] = name
+                    }
+                }
+            }
+            propertyNames[entity] = renamed
+            return renamed
+        }
+        var changed = false
+        func key(_ key: ObjectKey) -> ObjectKey {
+            guard let name = newEntity[key.entity], name != key.entity else { return key }
+            changed = true
+            return ObjectKey(name, key.primaryKey)
+        }
+        let updated = record.updated.map { entry in
+            let renamed = names(entry.key.entity)
+            let properties = entry.properties.map { renamed[$0] ?? $0 }
+            if properties != entry.properties { changed = true }
+            return UpdatedObject(key: key(entry.key), properties: properties.sorted())
+        }
+        let renamed = HistoryRecord(timestamp: record.timestamp, author: record.author, inserted: record.inserted.map(key),
+                                    updated: updated, deleted: record.deleted.map(key))
+        return changed ? renamed : nil
+    }
+
+    /// Whether the step renames an entity or a stored property: only then may a history record need ``renaming(_:)``.
+    public var renamesNames: Bool {
+        oldEntity.contains { new, old in
+            guard new == old else { return true }
+            guard let entity = destination.entity(named: new) else { return false }
+            return (entity.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + entity.storedRelationships.map { ($0.name, $0.renamingIdentifier) })
+                .contains { name, renaming in renaming.map { $0 != name } ?? false }
+        }
+    }
+
+    /// `record` under the names of the last of `steps`' destinations (``renaming(_:)`` step by
+    /// step), or nil when no step renames anything in it.
+    public static func renaming(_ record: HistoryRecord, through steps: [SchemaStep]) -> HistoryRecord? {
+        var current: HistoryRecord?
+        for step in steps { current = step.renaming(current ?? record) ?? current }
+        return current
+    }
+
     /// The entity's own stored relationships in the destination, each with the source one it
     /// continues (nil: new).
     public func relationshipPairs(_ old: EntityDescription, _ new: EntityDescription) -> [(Relationship?, Relationship)] {
