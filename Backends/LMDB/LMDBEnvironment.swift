@@ -268,7 +268,10 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         let transaction = LMDBTransaction(handle: txn!, environment: self)
-        transaction.releasing = region
+        // A store being filled (deferred syncs) drops the map after each transaction instead
+        // (``countTransaction()``): reading the resident size every few writes made a 500,000-object
+        // conversion into LMDB take 9.2 s instead of 8.5 s.
+        if !deferSync { transaction.releasing = region }
         let result: T
         do {
             result = try body(transaction)
@@ -435,9 +438,9 @@ final class LMDBTransaction: @unchecked Sendable {
     /// The databases a snapshot took with it (it must not read the environment's, which its store changes).
     private let fixedDatabases: [String: MDB_dbi]?
     /// The map, for a transaction that drops the pages it reads from the resident set as it goes
-    /// (every transaction whose environment could tell where its map is: a conversion or an export
-    /// reads the whole file through one snapshot, and a batch written may look up keys all over
-    /// it). A lookup, a write or a delete counts 16 pages and a step of a cursor one, each with the
+    /// (every transaction whose environment could tell where its map is, but the writes of a store
+    /// being filled, dropped after each: a conversion or an export reads the whole file through one
+    /// snapshot, and a batch written may look up keys all over it). A lookup, a write or a delete counts 16 pages and a step of a cursor one, each with the
     /// pages of its value (a long row spans overflow pages); every 32, the process's resident
     /// size is read, and the map's pages are released (as ``LMDBEnvironment/releaseMapPages()``)
     /// once it has grown by ``LMDBMapResidency/target`` since they last were (``LMDBMapResidency``).
