@@ -33,7 +33,7 @@ extension SQLiteStore: RuleNarrowing {
             let rules = attribute.validation
             if !attribute.isOptional { conditions.append("\(c) IS NULL") }
             if attribute.type == .string {
-                // Text: its storage class in SQL; UTF-8, length in characters and pattern in one call of the validator's rules.
+                // Text: its storage class, UTF-8, length in characters and pattern in one call of the validator's rules.
                 if rules.pattern.map({ $0.contains("\0") || (try? WholeMatch.matcher(for: $0)) == nil }) == true {
                     return nil   // A pattern that is not a regular expression is broken by every value: not narrowed.
                 }
