@@ -174,7 +174,9 @@ public enum ObjectValidator {
             broken.append((.maxValue, "\(value) is greater than the maximum \(max)"))
         }
         let length: Int? = switch value {
-        case .string(let s) where rules.minLength != nil || rules.maxLength != nil: characterCount(s)
+        // A string within its bounds is told so counting no further than they need; one outside is counted whole, for the message.
+        case .string(let s) where rules.minLength != nil || rules.maxLength != nil:
+            s.utf8.withContiguousStorageIfAvailable { isText($0, lengthFrom: rules.minLength, to: rules.maxLength) } == true ? nil : characterCount(s)
         case .data(let d): d.count
         default: nil
         }
