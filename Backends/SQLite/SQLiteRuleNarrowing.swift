@@ -82,8 +82,10 @@ extension SQLiteStore: RuleNarrowing {
         var conditions: [String] = []
         for relationship in entity.storedRelationships where ObjectValidator.hasRule(relationship) {
             guard relationship.isToMany else {
-                guard let columns = mapping.toOne[relationship.name] else { return nil }
-                conditions.append("typeof(t.\(quote(columns.key))) != 'integer'")
+                // A required to-one without a key, or whose key names no object the store reads.
+                guard let columns = mapping.toOne[relationship.name], let target = schema.entities[relationship.destination] else { return nil }
+                let key = "t.\(quote(columns.key))"
+                conditions.append("typeof(\(key)) != 'integer' OR NOT EXISTS (SELECT 1 FROM \(quote(target.table)) o WHERE o.Z_PK = \(key) AND o.Z_ENT IN (\(known)))")
                 continue
             }
             // The rows that name the owner (an upper bound of its members, read from an index

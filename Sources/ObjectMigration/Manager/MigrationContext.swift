@@ -15,6 +15,8 @@ public final class MigrationContext {
     /// The mapping model.
     public let mappingModel: MappingModel
     let batchSize: Int
+    /// The source objects found to exist, for a whole-row conversion's required to-ones.
+    lazy var sourceKeys = ExistingKeys(sourceStore)
 
     /// Mappings whose destination objects keep their source object's primary key.
     private var keepingKeys: Set<String> = []

@@ -321,11 +321,12 @@ public final class MigrationManager: Sendable {
                              failures: inout [ValidationFailure]) throws {
         let relationships = made.entity.storedRelationships.filter(\.isToMany)
         let destination = context.destinationStore
-        // Required to-ones, from the keys each row carries.
+        // Required to-ones, from the keys each row carries, each naming an object the source has.
         for relationship in made.entity.storedRelationships where !relationship.isToMany && ObjectValidator.hasRule(relationship) {
             guard let slot = made.layout.toOneSlot(relationship.name) else { continue }
             for row in 0..<made.count {
-                for (rule, message) in ObjectValidator.check(relationship, count: made[row, toOne: slot] == nil ? 0 : 1) {
+                let present = try made[row, toOne: slot].map { try context.sourceKeys.contains($0) } ?? false
+                for (rule, message) in ObjectValidator.check(relationship, count: present ? 1 : 0) {
                     failures.append(ValidationFailure(objectID: destination.objectID(for: made.key(at: row)), property: relationship.name, rule: rule, message: message))
                 }
             }
@@ -604,6 +605,7 @@ public final class MigrationManager: Sendable {
         // The to-many relationships with a rule are counted a batch at a time (one read per
         // relationship per batch where the store can), not object by object.
         let counted = description.storedRelationships.filter { $0.isToMany && ObjectValidator.hasRule($0) }
+        var targets = ExistingKeys(destination)
         for batch in destination.batches(of: entity, size: batchSize) {
             try checkCancelled(m, .validate)
             let records = try step(m, .validate, nil) { try batch.get() }
@@ -614,9 +616,12 @@ public final class MigrationManager: Sendable {
                 }
             }
             for (row, record) in records.enumerated() {
-                failures += ObjectValidator.failures(of: record, entity: description, id: destination.objectID(for: record.key),
-                                                     checkingAttributes: checkingAttributes) { relationship in
-                    relationship.isToMany ? counts[relationship.name]?[row] ?? 0 : (record.toOne[relationship.name] == nil ? 0 : 1)
+                // A to-one counts when the object it names exists (a store may keep a key whose object is gone).
+                failures += try ObjectValidator.failures(of: record, entity: description, id: destination.objectID(for: record.key),
+                                                         checkingAttributes: checkingAttributes) { relationship in
+                    if relationship.isToMany { return counts[relationship.name]?[row] ?? 0 }
+                    guard let target = record.toOne[relationship.name] else { return 0 }
+                    return try targets.contains(target) ? 1 : 0
                 }
             }
             done += records.count
@@ -636,5 +641,23 @@ extension StoreCoordinator {
                              progress: (@Sendable (MigrationProgress) -> Void)? = nil) throws {
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), progress: progress)
         try manager.migrateStore(at: url, type: try registry.type(named: type), to: destination, type: try registry.type(named: destinationType))
+    }
+}
+
+/// Whether the objects keys name exist in a store, each looked up once: the keys found are kept
+/// (up to 100,000, then forgotten and found again), so a batch naming a few targets many times
+/// reads each once.
+struct ExistingKeys {
+    let store: any PersistentStore
+    private var found: Set<ObjectKey> = []
+
+    init(_ store: any PersistentStore) { self.store = store }
+
+    mutating func contains(_ key: ObjectKey) throws -> Bool {
+        if found.contains(key) { return true }
+        guard try store.record(for: key) != nil else { return false }
+        if found.count >= 100_000 { found.removeAll(keepingCapacity: true) }
+        found.insert(key)
+        return true
     }
 }
