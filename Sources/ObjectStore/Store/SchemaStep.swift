@@ -49,9 +49,8 @@ public struct SchemaStep: Sendable {
             // one declaration removed and another added.
             let oldOwn = Set(old.declaration.attributes.map(\.name) + old.declaration.relationships.map(\.name))
             let newOwn = Set(new.declaration.attributes.map(\.name) + new.declaration.relationships.map(\.name))
-            let properties = new.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + new.storedRelationships.map { ($0.name, $0.renamingIdentifier) }
-            for (name, renaming) in properties.sorted(by: { $0.0 < $1.0 }) {
-                guard let was = [renaming ?? name, name].first(where: { old.attributesByName[$0] != nil || old.relationshipsByName[$0] != nil }) else { continue }
+            for (name, renaming) in Self.storedProperties(new).sorted(by: { $0.0 < $1.0 }) {
+                guard let was = Self.continued(name, renaming, in: old) else { continue }
                 if oldOwn.contains(was) != newOwn.contains(name) {
                     blockers.append("\(new.name).\(name): now declared by another entity of its hierarchy, so its values must be copied")
                 }
@@ -93,11 +92,8 @@ public struct SchemaStep: Sendable {
             if let known = propertyNames[entity] { return known }
             var renamed: [String: String] = [:]
             if let new = newEntity[entity].flatMap(destination.entity(named:)), let old = source.entity(named: entity) {
-                let properties = new.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + new.storedRelationships.map { ($0.name, $0.renamingIdentifier) }
-                for (name, renaming) in properties {
-                    if let was = [renaming ?? name, name].first(where: { old.attributesByName[$0] != nil || old.relationshipsByName[$0] != nil }), was != name {
-                        renamed[was] = name
-                    }
+                for (name, renaming) in Self.storedProperties(new) {
+                    if let was = Self.continued(name, renaming, in: old), was != name { renamed[was] = name }
                 }
             }
             propertyNames[entity] = renamed
@@ -125,9 +121,19 @@ public struct SchemaStep: Sendable {
         oldEntity.contains { new, old in
             guard new == old else { return true }
             guard let entity = destination.entity(named: new) else { return false }
-            return (entity.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + entity.storedRelationships.map { ($0.name, $0.renamingIdentifier) })
-                .contains { name, renaming in renaming.map { $0 != name } ?? false }
+            return Self.storedProperties(entity).contains { name, renaming in renaming.map { $0 != name } ?? false }
         }
+    }
+
+    /// The entity's stored attributes and relationships, each name with its renaming identifier.
+    private static func storedProperties(_ entity: EntityDescription) -> [(String, String?)] {
+        entity.storedAttributes.map { ($0.name, $0.renamingIdentifier) } + entity.storedRelationships.map { ($0.name, $0.renamingIdentifier) }
+    }
+
+    /// The property of `old` that the destination's property `name` (with `renaming`) continues:
+    /// by its renaming identifier, else by name, as inference matches them; nil for a new one.
+    private static func continued(_ name: String, _ renaming: String?, in old: EntityDescription) -> String? {
+        [renaming ?? name, name].first { old.attributesByName[$0] != nil || old.relationshipsByName[$0] != nil }
     }
 
     /// `record` under the names of the last of `steps`' destinations (``renaming(_:)`` step by
