@@ -10,9 +10,24 @@ extension SQLiteStore: RuleNarrowing {
     /// validator's own rules, called from SQL (``SQLiteFunctions``), so a row that obeys every rule
     /// is given only when its values are in a form the reader takes but SQL does not know.
     public func objectsThatMayBreakRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
+        try objects(of: entity, after: primaryKey, limit: limit) { description, mapping, schema in
+            Self.ruleCondition(description, mapping: mapping, schema: schema)
+        }
+    }
+
+    /// The relationship conditions alone: no value is read again.
+    public func objectsThatMayBreakRelationshipRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
+        try objects(of: entity, after: primaryKey, limit: limit) { description, mapping, schema in
+            Self.relationshipConditions(description, mapping: mapping, schema: schema).map { $0.isEmpty ? "0" : $0.joined(separator: " OR ") }
+        }
+    }
+
+    /// The objects of `entity` after `primaryKey` that meet the condition `condition` gives (nil: none can be said in SQL).
+    private func objects(of entity: String, after primaryKey: Int64?, limit: Int,
+                         _ condition: (EntityDescription, SQLiteSchema.Entity, SQLiteSchema) -> String?) throws -> [ObjectRecord]? {
         try withReader { reader in
             guard let description = model.entity(named: entity), let mapping = reader.schema.entities[entity],
-                  let condition = Self.ruleCondition(description, mapping: mapping, schema: reader.schema) else { return nil }
+                  let condition = condition(description, mapping, reader.schema) else { return nil }
             // Every row of the entity is tested: read the table in key order, not each row through the Z_ENT index.
             return try reader.records(reader.select(table: mapping.table, kinds: [mapping.number], condition: "t.Z_PK > ?1 AND (\(condition))",
                                                     arguments: [.integer(primaryKey ?? Int64.min)], limit: limit, scanning: true))

@@ -198,6 +198,8 @@ struct SQLiteRelationshipNarrowingTests {
             #expect(broken == byHand, "\(entity): the oracle")
             let given = try #require(try narrowing.objectsThatMayBreakRules(of: entity, after: nil, limit: 100)).map(\.key.primaryKey)
             #expect(given == broken, "\(entity)")
+            let byRelationships = try #require(try narrowing.objectsThatMayBreakRelationshipRules(of: entity, after: nil, limit: 100)).map(\.key.primaryKey)
+            #expect(byRelationships == broken, "\(entity), the relationship rules alone")
         }
     }
 }

@@ -486,13 +486,15 @@ public final class MigrationManager: Sendable {
 
     /// The rules `check` finds broken, read only from the objects of `entity` the destination says
     /// may break one (``RuleNarrowing``); nil when it cannot say.
-    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore,
+    private func narrowedFailures(_ entity: EntityDescription, in destination: any PersistentStore, relationshipsOnly: Bool = false,
                                   check: (ObjectRecord) throws -> [ValidationFailure]) throws -> [ValidationFailure]? {
         guard let narrowing = destination as? any RuleNarrowing else { return nil }
         var failures: [ValidationFailure] = []
         var after: Int64?
         while true {
-            guard let page = try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize) else { return nil }
+            let page = relationshipsOnly ? try narrowing.objectsThatMayBreakRelationshipRules(of: entity.name, after: after, limit: batchSize)
+                : try narrowing.objectsThatMayBreakRules(of: entity.name, after: after, limit: batchSize)
+            guard let page else { return nil }
             failures += try page.flatMap(check)
             guard page.count == batchSize, let last = page.last else { return failures }
             after = last.key.primaryKey
@@ -595,7 +597,9 @@ public final class MigrationManager: Sendable {
         // Relationships alone, in a store that narrows their rules: only the objects it names are read.
         if !checkingAttributes, (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true,
            let narrowed = try step(m, .validate, nil, {
-               try narrowedFailures(description, in: destination) { try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false) }
+               try narrowedFailures(description, in: destination, relationshipsOnly: true) {
+                   try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false)
+               }
            }) {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return narrowed

@@ -94,10 +94,19 @@ public protocol RuleNarrowing: PersistentStore {
     /// narrowing beside it names) include every one that breaks a relationship rule (required,
     /// minimum and maximum counts). False by default.
     var narrowsRelationshipRules: Bool { get }
+
+    /// As ``objectsThatMayBreakRules(of:after:limit:)``, for the relationship rules alone (the
+    /// attributes were checked before): a store that narrows relationship rules need not read the
+    /// attributes again. By default, ``objectsThatMayBreakRules(of:after:limit:)``.
+    func objectsThatMayBreakRelationshipRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]?
 }
 
 extension RuleNarrowing {
     public var narrowsRelationshipRules: Bool { false }
+
+    public func objectsThatMayBreakRelationshipRules(of entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]? {
+        try objectsThatMayBreakRules(of: entity, after: primaryKey, limit: limit)
+    }
 }
 
 /// A store that counts an entity's objects without reading them (LMDB from `mdb_stat`,
