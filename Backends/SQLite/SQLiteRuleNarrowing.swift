@@ -56,6 +56,11 @@ extension SQLiteStore: RuleNarrowing {
                 conditions.append(textBreaks(c, rules))
                 continue
             }
+            if attribute.type == .decimal {
+                guard let condition = decimalBreaks(c, rules) else { return nil }
+                conditions.append(condition)
+                continue
+            }
             // A value the reader would refuse, whatever the rules: the row is read, and the read says so.
             if let unreadable = unreadable(attribute, c) { conditions.append(unreadable) }
             guard rules != ValidationRules() else { continue }
@@ -159,6 +164,29 @@ extension SQLiteStore: RuleNarrowing {
         let pattern = rules.pattern.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
         return "\(SQLiteFunctions.text)(\(c), \(rules.minLength.map(String.init) ?? "NULL"), "
             + "\(rules.maxLength.map(String.init) ?? "NULL"), \(pattern)) = 0"
+    }
+
+    /// The SQL condition (a superset) that decimal column `c` holds a value that breaks `rules`'
+    /// bounds or that only the reader judges, or nil when the rules cannot be put so. A decimal is
+    /// stored as a number where a double holds it exactly (`SQLiteValues`), else as its text: text
+    /// and infinities are named for the reader; numbers are compared with each bound as a double,
+    /// rounded to nearest, which keeps every value beyond the bound (one below its minimum is no
+    /// greater than the minimum's double) and names those at it too, checked in Swift.
+    private static func decimalBreaks(_ c: String, _ rules: ValidationRules) -> String? {
+        guard rules.minLength == nil, rules.maxLength == nil, rules.pattern == nil else { return nil }
+        var terms = ["typeof(\(c)) IN ('text', 'blob')", "\(c) IN (9e999, -9e999)"]
+        for (bound, comparison) in [(rules.minValue, "<="), (rules.maxValue, ">=")] {
+            guard let bound else { continue }
+            let number: Double? = switch bound {
+            case .decimal(let d): Double(d.description)
+            case .integer(let i): Double(i)
+            case .double(let d): d
+            default: nil
+            }
+            guard let number, number.isFinite else { return nil }
+            terms.append("\(c) \(comparison) \(String(format: "%.17g", number))")
+        }
+        return terms.joined(separator: " OR ")
     }
 
     /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.

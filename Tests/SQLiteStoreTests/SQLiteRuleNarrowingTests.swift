@@ -238,3 +238,41 @@ struct SQLiteAggregateDeclineTests {
         #expect(error.code == .corrupt)
     }
 }
+
+/// Decimal bounds narrowed in SQL: every value beyond a bound is given, as Swift's validator finds
+/// it; values far inside are not; text SQLite holds for a decimal is given for the reader to judge.
+@Suite("SQLite narrows decimal bounds")
+struct SQLiteDecimalNarrowingTests {
+    @Test("prices below 0 or above 100, a decimal too long for a double, and text in the column are given; 50 and 0.5 are not")
+    func decimals() throws {
+        let model = try ManagedObjectModel {
+            Entity("Offer") {
+                Attribute("price", .decimal, validation: ValidationRules(minValue: .decimal(Decimal(0)), maxValue: .decimal(Decimal(100))))
+            }
+        }
+        let folder = try TemporaryFolder()
+        let url = folder.url.appending(path: "s.sqlite")
+        let store = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        let prices = ["-0.01", "0", "0.5", "50", "100", "100.01", "12345678901234567890.123456789", "-1e-30"].map { Decimal(string: $0)! }
+        _ = try store.allocatePrimaryKeys(entity: "Offer", count: prices.count + 1)
+        try store.save(ChangeSet(inserted: prices.enumerated().map { ObjectRecord(key: ObjectKey("Offer", Int64($0 + 1)), attributes: ["price": .decimal($1)]) }))
+        let entity = try #require(model.entity(named: "Offer"))
+        let readable = try (1...prices.count).compactMap { try store.record(for: ObjectKey("Offer", Int64($0))) }
+        let broken = Set(readable.filter { !ObjectValidator.check(entity.attributesByName["price"]!, $0.attributes["price"]).isEmpty }.map(\.key.primaryKey))
+        #expect(broken == [1, 6, 7, 8], "the oracle: below 0 or above 100")
+        let narrowing = try #require(store as? any RuleNarrowing)
+        let given = Set(try #require(try narrowing.objectsThatMayBreakRules(of: "Offer", after: nil, limit: 100)).map(\.key.primaryKey))
+        #expect(broken.isSubset(of: given), "every broken price is given: \(given.sorted())")
+        #expect(!given.contains(3) && !given.contains(4), "0.5 and 50 are not: \(given.sorted())")
+        try store.close()
+        // Text SQLite holds for a decimal is given too: reading it refuses it, naming the row.
+        let raw = try RawDatabase(url, readOnly: false)
+        try raw.execute("INSERT INTO ZOFFER (Z_PK, Z_ENT, Z_OPT, ZPRICE) SELECT \(prices.count + 1), Z_ENT, 1, 'cheap' FROM ZOFFER LIMIT 1")
+        raw.close()
+        let reopened = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? reopened.close() }
+        let refused = try #require(throws: StoreError.self) { try (reopened as? any RuleNarrowing)?.objectsThatMayBreakRules(of: "Offer", after: 8, limit: 100) }
+        #expect(refused.message.contains("row 9") && refused.message.contains("cheap"), "\(refused.message)")
+        #expect(!given.contains(3) && !given.contains(4), "0.5 and 50 are not: \(given.sorted())")
+    }
+}
