@@ -28,7 +28,7 @@ struct LMDBMapResidency {
     private let baseline: Baseline
 
     /// `/proc/self/statm`, open for the process's life; -1 where there is none.
-    private static let statm: Int32 = open("/proc/self/statm", O_RDONLY)
+    private static let statm: Int32 = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
 
     /// Units between two readings of the resident size.
     private let every: Int

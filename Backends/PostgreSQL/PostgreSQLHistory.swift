@@ -79,15 +79,20 @@ enum PostgreSQLHistory {
 
     /// Rewrites every record under the names `steps` give entities and properties (an in-place
     /// schema change's, in its transaction), so history read after it names what the model does.
+    /// A thousand records at a time; a record that cannot be read is left as it is (reading history reports it).
     static func rename(through steps: [SchemaStep], _ connection: PGConnection, _ location: PostgreSQLLocation) throws {
         guard try exists(connection, location) else { return }
-        let rows = try connection.query("SELECT token, record FROM \(location.qualified(table)) ORDER BY token")
-        for row in 0..<rows.count {
-            let token = rows.int64(row, 0) ?? 0
-            let place = "\(location.url.absoluteString), \(table) token \(token)"
-            guard let bytes = rows.bytes(row, 1) else { throw StoreError(.corrupt, "\(place): the record is not bytea", url: location.url) }
-            guard let renamed = SchemaStep.renaming(try HistoryRecord(decoding: bytes, place: place), through: steps) else { continue }
-            try connection.query("UPDATE \(location.qualified(table)) SET record = $2 WHERE token = $1", [.text(String(token)), .bytes(renamed.encoded())])
+        var after: Int64 = 0
+        while true {
+            let rows = try connection.query("SELECT token, record FROM \(location.qualified(table)) WHERE token > $1 ORDER BY token LIMIT 1000",
+                                            [.text(String(after))])
+            for row in 0..<rows.count {
+                guard let token = rows.int64(row, 0), let bytes = rows.bytes(row, 1), let record = try? HistoryRecord(decoding: bytes, place: ""),
+                      let renamed = SchemaStep.renaming(record, through: steps) else { continue }
+                try connection.query("UPDATE \(location.qualified(table)) SET record = $2 WHERE token = $1", [.text(String(token)), .bytes(renamed.encoded())])
+            }
+            guard rows.count == 1000, let last = rows.int64(rows.count - 1, 0) else { return }
+            after = last
         }
     }
 

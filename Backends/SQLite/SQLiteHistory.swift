@@ -49,15 +49,21 @@ enum SQLiteHistory {
 
     /// Rewrites every record under the names `steps` give entities and properties (an in-place
     /// schema change's, in its transaction), so history read after it names what the model does.
+    /// A thousand records at a time; a record that cannot be read is left as it is (reading history reports it).
     static func rename(through steps: [SchemaStep], _ connection: SQLiteConnection, url: URL?) throws {
         guard try exists(connection) else { return }
-        let rows = try connection.statement("SELECT Z_PK, ZRECORD FROM OS_TRANSACTION ORDER BY Z_PK").rows { row in (row.int64(0), row.column(1)) }
+        let page = try connection.statement("SELECT Z_PK, ZRECORD FROM OS_TRANSACTION WHERE Z_PK > ?1 ORDER BY Z_PK LIMIT 1000")
         let update = try connection.statement("UPDATE OS_TRANSACTION SET ZRECORD = ?2 WHERE Z_PK = ?1")
-        for (token, value) in rows {
-            let place = "\(url?.path ?? "store"), OS_TRANSACTION row \(token)"
-            guard case .blob(let bytes) = value else { throw StoreError(.corrupt, "\(place): ZRECORD is not a blob", url: url) }
-            guard let renamed = SchemaStep.renaming(try HistoryRecord(decoding: bytes, place: place), through: steps) else { continue }
-            try update.run([.integer(token), .blob(renamed.encoded())])
+        var after: Int64 = 0
+        while true {
+            let rows = try page.rows([.integer(after)]) { row in (row.int64(0), row.column(1)) }
+            for (token, value) in rows {
+                guard case .blob(let bytes) = value, let record = try? HistoryRecord(decoding: bytes, place: ""),
+                      let renamed = SchemaStep.renaming(record, through: steps) else { continue }
+                try update.run([.integer(token), .blob(renamed.encoded())])
+            }
+            guard rows.count == 1000, let last = rows.last else { return }
+            after = last.0
         }
     }
 

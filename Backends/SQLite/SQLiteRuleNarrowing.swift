@@ -103,9 +103,11 @@ extension SQLiteStore: RuleNarrowing {
         for relationship in entity.storedRelationships where ObjectValidator.hasRule(relationship) {
             guard relationship.isToMany else {
                 // A required to-one without a key, or whose key names no object the store reads.
+                // The object is the one the reader finds: the entity the key's entity column names, else the destination.
                 guard let columns = mapping.toOne[relationship.name], let target = schema.entities[relationship.destination] else { return nil }
                 let key = "t.\(quote(columns.key))"
-                conditions.append("typeof(\(key)) != 'integer' OR NOT EXISTS (SELECT 1 FROM \(quote(target.table)) o WHERE o.Z_PK = \(key) AND o.Z_ENT IN (\(known)))")
+                let entity = columns.entity.map { "coalesce(t.\(quote($0)), \(target.number))" } ?? String(target.number)
+                conditions.append("typeof(\(key)) != 'integer' OR NOT EXISTS (SELECT 1 FROM \(quote(target.table)) o WHERE o.Z_PK = \(key) AND o.Z_ENT = \(entity))")
                 continue
             }
             // The rows that name the owner (an upper bound of its members, read from an index
@@ -168,10 +170,11 @@ extension SQLiteStore: RuleNarrowing {
 
     /// The SQL condition (a superset) that decimal column `c` holds a value that breaks `rules`'
     /// bounds or that only the reader judges, or nil when the rules cannot be put so. A decimal is
-    /// stored as a number where a double holds it exactly (`SQLiteValues`), else as its text: text
-    /// and infinities are named for the reader; numbers are compared with each bound as a double,
-    /// rounded to nearest, which keeps every value beyond the bound (one below its minimum is no
-    /// greater than the minimum's double) and names those at it too, checked in Swift.
+    /// stored as an integer where one holds it, else as a double where one holds it exactly
+    /// (`SQLiteValues`), else as its text: text and infinities are named for the reader. Numbers
+    /// are compared with each bound's nearest double moved one step outwards: a double below the
+    /// minimum rounds to no more than the minimum's double, and an integer below it is below that
+    /// double and half a step, so every value beyond a bound is named, and a few at it, checked in Swift.
     private static func decimalBreaks(_ c: String, _ rules: ValidationRules) -> String? {
         guard rules.minLength == nil, rules.maxLength == nil, rules.pattern == nil else { return nil }
         var terms = ["typeof(\(c)) IN ('text', 'blob')", "\(c) IN (9e999, -9e999)"]
@@ -184,7 +187,9 @@ extension SQLiteStore: RuleNarrowing {
             default: nil
             }
             guard let number, number.isFinite else { return nil }
-            terms.append("\(c) \(comparison) \(String(format: "%.17g", number))")
+            let looser = comparison == "<=" ? number.nextUp : number.nextDown
+            guard looser.isFinite else { return nil }
+            terms.append("\(c) \(comparison) \(String(format: "%.17g", looser))")
         }
         return terms.joined(separator: " OR ")
     }

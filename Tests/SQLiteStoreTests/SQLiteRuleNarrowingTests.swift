@@ -243,6 +243,26 @@ struct SQLiteAggregateDeclineTests {
 /// it; values far inside are not; text SQLite holds for a decimal is given for the reader to judge.
 @Suite("SQLite narrows decimal bounds")
 struct SQLiteDecimalNarrowingTests {
+    /// A decimal an integer holds is stored as one, and compared with the bound exactly: a bound
+    /// above 2^53 rounded to its nearest double would let 2^60 + 50 pass a minimum of 2^60 + 100.
+    @Test("integers beyond a double's precision below a minimum or above a maximum are given")
+    func largeIntegers() throws {
+        let big = Decimal(string: "1152921504606846976")!   // 2^60
+        let model = try ManagedObjectModel {
+            Entity("Ledger") {
+                Attribute("total", .decimal, validation: ValidationRules(minValue: .decimal(big + 100), maxValue: .decimal(big + 200)))
+            }
+        }
+        let folder = try TemporaryFolder()
+        let store = try SQLiteStoreType().open(at: folder.url.appending(path: "s.sqlite"), model: model, options: StoreOptions())
+        defer { try? store.close() }
+        let totals = [big + 50, big + 100, big + 150, big + 200, big + 250]
+        _ = try store.allocatePrimaryKeys(entity: "Ledger", count: totals.count)
+        try store.save(ChangeSet(inserted: totals.enumerated().map { ObjectRecord(key: ObjectKey("Ledger", Int64($0 + 1)), attributes: ["total": .decimal($1)]) }))
+        let given = Set(try #require(try (store as? any RuleNarrowing)?.objectsThatMayBreakRules(of: "Ledger", after: nil, limit: 100)).map(\.key.primaryKey))
+        #expect(given.isSuperset(of: [1, 5]), "2^60 + 50 and 2^60 + 250 are given: \(given.sorted())")
+    }
+
     @Test("prices below 0 or above 100, a decimal too long for a double, and text in the column are given; 50 and 0.5 are not")
     func decimals() throws {
         let model = try ManagedObjectModel {
