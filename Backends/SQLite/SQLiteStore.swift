@@ -167,10 +167,17 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"].contains(mode) else {
                 throw StoreError(.invalidChange, "unknown journal_mode \(mode)", url: url)
             }
+            // With deferred durability, no journal and no sync until close (``journalModeAtClose``), from
+            // the first write on: the page the auto-vacuum setting writes took a journal and four syncs.
+            // (WAL is set after it: entering WAL writes the file's first page, after which the
+            // auto-vacuum setting no longer takes.)
+            if options.deferredDurability {
+                try connection.execute("PRAGMA journal_mode = OFF")
+                try connection.execute("PRAGMA synchronous = OFF")
+            }
             // Incremental auto-vacuum, as Core Data's stores have it (set before the first table).
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            // With deferred durability, no journal until close (``journalModeAtClose``).
-            try connection.execute("PRAGMA journal_mode = \(options.deferredDurability ? "OFF" : mode)")
+            if !options.deferredDurability { try connection.execute("PRAGMA journal_mode = \(mode)") }
             var metadata = try StoreMetadata(storeType: coreDataStoreType, model: model)
             metadata[StoreMetadata.Key.storeType] = .string(coreDataStoreType)
             for (key, value) in SQLiteStoreType.coreDataKeys { metadata[key] = value }
