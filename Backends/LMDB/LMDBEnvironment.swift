@@ -40,8 +40,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
     /// Commits are not flushed one by one; ``sync()`` owes them to the disk.
     private let deferSync: Bool
-    /// Transactions since the map's pages were last released (see ``releaseMapPages()``).
-    private let transactionsSinceRelease = Atomic<Int>(0)
     /// How many times this process changed the map's size (it may then be at another address):
     /// a snapshot that remembers where the map was checks it before releasing pages there.
     let mapGeneration = Atomic<Int>(0)
@@ -216,10 +214,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// environment open, and takes the databases opened so far with it.
     func snapshot() throws -> LMDBSnapshotTransaction {
         try retrying {
-            let generation = mapGeneration.load(ordering: .relaxed)
-            let region = mapRegion()
+            let region = currentRegion()
             guard let txn = try beginRead() else { return .mapResized }
-            return .done(LMDBSnapshotTransaction(environment: self, handle: txn, databases: databases, region: region, generation: generation))
+            return .done(LMDBSnapshotTransaction(environment: self, handle: txn, databases: databases, region: region))
         }
     }
 
@@ -243,7 +240,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         // Commit frees the transaction whatever it returns: never abort after it.
         try Self.check(mdb_txn_commit(txn), "cannot end a read transaction")
         adopt(transaction.opened)
-        countTransaction()
         return .done(result)
     }
 
@@ -268,9 +264,9 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         let transaction = LMDBTransaction(handle: txn!, environment: self)
-        // A store being filled (deferred syncs) drops the map after each transaction instead
-        // (``countTransaction()``): reading the resident size every few writes made a 500,000-object
-        // conversion into LMDB take 9.2 s instead of 8.5 s.
+        // A store being filled (deferred syncs) drops the map after each write instead (each moves
+        // a batch): reading the resident size every few writes made a 500,000-object conversion
+        // into LMDB take 9.2 s instead of 8.5 s.
         if !deferSync { transaction.releasing = region }
         let result: T
         do {
@@ -290,7 +286,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         try Self.check(rc, "cannot commit")
         adopt(transaction.opened)
-        countTransaction()
+        if deferSync { releaseMapPages() }
         return .done(result)
     }
 
@@ -323,16 +319,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
-    /// Releases the map's pages every 64 transactions, or after each one in an environment that
-    /// defers its syncs (a store being filled or copied: each transaction moves a batch, and
-    /// 64 of them are much of the file) (see ``releaseMapPages()``).
-    private func countTransaction() {
-        let count = transactionsSinceRelease.wrappingAdd(1, ordering: .relaxed).newValue
-        if count >= (deferSync ? 1 : 64), transactionsSinceRelease.compareExchange(expected: count, desired: 0, ordering: .relaxed).exchanged {
-            releaseMapPages()
-        }
-    }
-
     /// Drops the map's pages from the process's resident set. Every page a read touches
     /// stays mapped, with the pages around it (the kernel maps neighbours on each fault),
     /// so a long scan or a bulk write would otherwise count the whole file as the process's
@@ -343,9 +329,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// liblmdb does not say where the map is (`me_mapaddr` is set only for `MDB_FIXEDMAP`),
     /// so it is found from a value a read transaction returns: the value lies in a page of
     /// the map, whose header holds its page number. The address is used only when meta
-    /// pages 0 and 1 (page number and magic) are where it says.
-    func releaseMapPages() {
-        if let (base, size) = mapRegion() { madvise(base, size, MADV_DONTNEED) }
+    /// pages 0 and 1 (page number and magic) are where it says. Call it outside a transaction of this thread.
+    private func releaseMapPages() {
+        if let region = currentRegion() { madvise(region.base, region.size, MADV_DONTNEED) }
     }
 
     /// Where the map is and how large, at the current ``mapGeneration``, found once per
@@ -417,10 +403,10 @@ final class LMDBSnapshotTransaction: @unchecked Sendable {
     /// (``LMDBEnvironment/reading(_:)``), and its next read finds the map anew before it releases
     /// pages (``LMDBTransaction/releasing``).
     fileprivate init(environment: LMDBEnvironment, handle: OpaquePointer, databases: [String: MDB_dbi],
-                     region: (UnsafeMutableRawPointer, Int)?, generation: Int) {
+                     region: (base: UnsafeMutableRawPointer, size: Int, generation: Int)?) {
         self.environment = environment
         transaction = LMDBTransaction(handle: handle, environment: environment, databases: databases)
-        transaction.releasing = region.map { ($0.0, $0.1, generation) }
+        transaction.releasing = region
     }
 
     deinit { mdb_txn_abort(transaction.handle) }
@@ -440,10 +426,11 @@ final class LMDBTransaction: @unchecked Sendable {
     /// The map, for a transaction that drops the pages it reads from the resident set as it goes
     /// (every transaction whose environment could tell where its map is, but the writes of a store
     /// being filled, dropped after each: a conversion or an export reads the whole file through one
-    /// snapshot, and a batch written may look up keys all over it). A lookup, a write or a delete counts 16 pages and a step of a cursor one, each with the
-    /// pages of its value (a long row spans overflow pages); every 32, the process's resident
-    /// size is read, and the map's pages are released (as ``LMDBEnvironment/releaseMapPages()``)
-    /// once it has grown by ``LMDBMapResidency/target`` since they last were (``LMDBMapResidency``).
+    /// snapshot, and a batch written may look up keys all over it). A lookup, a write or a delete
+    /// counts 16 pages and a step of a cursor one, each with the pages of its value (a long row
+    /// spans overflow pages); every 32, the process's resident size is read, and the map's pages
+    /// are released (`madvise(MADV_DONTNEED)`) once it has grown by ``LMDBMapResidency/target``
+    /// since they last were (``LMDBMapResidency``).
     /// Releasing is safe in a write transaction too: the map is read-only, its pages come back
     /// from the page cache at the same addresses, and the pages a transaction writes are its own.
     /// `generation` is the environment's ``LMDBEnvironment/mapGeneration`` when the region was

@@ -242,3 +242,28 @@ struct InPlaceHistoryTests {
         #expect(try reopened.record(for: member)?.attributes["fullName"] == .string("Anna"), "a key history names is one the store reads")
     }
 }
+
+extension InPlaceHistoryTests {
+    @Test("a history record that cannot be read is left as it is by the step, which renames the others and goes through")
+    func unreadableRecordLeft() throws {
+        let workspace = try Workspace()
+        let url = workspace.location("people", "sqlite")
+        let type = Backends.type("sqlite")
+        let store = try type.open(at: url, model: try Self.model(1), options: StoreOptions())
+        let keys = try store.allocatePrimaryKeys(entity: "Person", count: 2)
+        for pk in keys { try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Person", pk), attributes: ["name": .string("P\(pk)")])])) }
+        try store.close()
+        let raw = try RawDatabase(url, readOnly: false)
+        try raw.execute("UPDATE OS_TRANSACTION SET ZRECORD = x'00' WHERE Z_PK = 1")
+        raw.close()
+
+        try #require(type as? any SchemaChanging).changeSchema(at: url, through: [try Self.model(1), try Self.model(2)])
+
+        let rows = try RawDatabase(url, readOnly: true)
+        #expect(try rows.strings("SELECT hex(ZRECORD) FROM OS_TRANSACTION WHERE Z_PK = 1") == [["00"]], "left as it was")
+        rows.close()
+        let reopened = try type.open(at: url, model: try Self.model(2), options: StoreOptions())
+        defer { try? reopened.close() }
+        #expect(try reopened.history(after: 1, limit: 10).map(\.inserted) == [[ObjectKey("Member", keys.upperBound)]])
+    }
+}

@@ -74,6 +74,11 @@ struct PostgreSQLInPlaceTests {
 
     static func schema(_ url: URL) -> String { String(url.absoluteString[url.absoluteString.range(of: "schema=")!.upperBound...]) }
 
+    /// Every `table.column` of the schema, as the server's catalog lists them.
+    static func columns(_ schema: String) throws -> String {
+        try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1")
+    }
+
     @Test("every change is DDL in the store's own schema, in one transaction: the server's catalog and rows show it, and reading it gives what a copy gives")
     func tablesColumnsEntities() throws {
         #expect(Self.type.schemaChangeBlockers(from: Self.model(1), to: Self.model(2)) == [])
@@ -150,11 +155,11 @@ struct PostgreSQLInPlaceTests {
         try makeStore(PostgreSQLStore.typeName, at: url, model: Self.model(1), json: Self.data)
         let schema = Self.schema(url)
         _ = try PostgreSQLTestServer.psql("CREATE TABLE \"\(schema)\".\"Product\" (sku text)")
-        let before = try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1")
+        let before = try Self.columns(schema)
         let metadata = try PostgreSQLTestServer.psql("SELECT key, md5(value) FROM \"\(schema)\".objectstore_metadata ORDER BY key")
         let error = try #require(throws: StoreError.self) { try Self.type.changeSchema(at: url, through: [Self.model(1), Self.model(2)]) }
         #expect(error.code == .invalidChange && error.message.contains("already has a relation Product"), "\(error.message)")
-        #expect(try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1") == before)
+        #expect(try Self.columns(schema) == before)
         #expect(try PostgreSQLTestServer.psql("SELECT key, md5(value) FROM \"\(schema)\".objectstore_metadata ORDER BY key") == metadata)
         #expect(try export(PostgreSQLStore.typeName, at: url, model: Self.model(1)).contains("\"nickname\""))
     }
@@ -217,7 +222,7 @@ extension PostgreSQLInPlaceTests {
         let url = workspace.location("held", PostgreSQLStore.typeName)
         try makeStore(PostgreSQLStore.typeName, at: url, model: Self.model(1), json: Self.data)
         let schema = Self.schema(url)
-        let columns = try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1")
+        let columns = try Self.columns(schema)
         let store = try Self.type.open(at: url, model: Self.model(1), options: StoreOptions(readOnly: true, createIfMissing: false))
         defer { try? store.close() }
         let snapshot = try store.snapshot()
@@ -225,7 +230,7 @@ extension PostgreSQLInPlaceTests {
         let error = try #require(throws: StoreError.self) { try Self.type.changeSchema(at: url, through: [Self.model(1), Self.model(2)]) }
         #expect(error.code == .busy && error.message.contains("another session"), "\(error.message)")
         try snapshot.close()
-        #expect(try PostgreSQLTestServer.psql("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = '\(schema)' ORDER BY 1") == columns)
+        #expect(try Self.columns(schema) == columns)
         #expect(try Self.type.readMetadata(at: url).compatibility(with: Self.model(1)).isCompatible)
     }
 }

@@ -402,6 +402,7 @@ public final class MigrationManager: Sendable {
             // rules too, the objects it names are checked whole and their entity is done.
             let coversRelationships = (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true
             var relationshipsChecked: Set<String> = []
+            var targets = ExistingKeys(destination)
             for m in mappings {
                 let done = m.sourceEntity.flatMap { copied[$0] } ?? 0
                 for phase in [MigrationError.Phase.createObjects, .createRelationships] {
@@ -413,11 +414,13 @@ public final class MigrationManager: Sendable {
                     attributeFailures[d] = []
                 } else if let keys = mayBreakRules[d] {
                     attributeFailures[d] = try step(m, .validate, nil) {
-                        try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap { try brokenRules(of: $0, entity, in: destination, whole: whole) }
+                        try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap {
+                            try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: &targets)
+                        }
                     }
                     if whole { relationshipsChecked.insert(d) }
                 } else if let narrowed = try step(m, .validate, nil, {
-                    try narrowedFailures(entity, in: destination) { try brokenRules(of: $0, entity, in: destination, whole: whole) }
+                    try narrowedFailures(entity, in: destination) { try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: &targets) }
                 }) {
                     attributeFailures[d] = narrowed
                     if whole { relationshipsChecked.insert(d) }
@@ -501,11 +504,21 @@ public final class MigrationManager: Sendable {
         }
     }
 
-    /// The attribute rules `record`, an object of `entity` in `destination`, breaks; with `whole`,
-    /// its relationship rules too (its to-many relationships with rules read from the store).
+    /// The rules `record`, an object of `entity` in `destination`, breaks: its attributes' (with
+    /// `checkingAttributes`) and, with `relationships`, its relationships', a to-many counted by
+    /// `members` (nil: read from the store), a to-one counting only when the object it names is
+    /// there (`targets`: a store may keep a key whose object is gone).
     private func brokenRules(of record: ObjectRecord, _ entity: EntityDescription, in destination: any PersistentStore,
-                             whole: Bool) throws -> [ValidationFailure] {
-        if whole { return try ObjectValidator.failures(of: record, in: destination) }
+                             checkingAttributes: Bool = true, relationships: Bool, targets: inout ExistingKeys,
+                             members: (Relationship) -> Int? = { _ in nil }) throws -> [ValidationFailure] {
+        if relationships {
+            return try ObjectValidator.failures(of: record, entity: entity, id: destination.objectID(for: record.key),
+                                                checkingAttributes: checkingAttributes) { relationship in
+                if relationship.isToMany { return try members(relationship) ?? destination.relatedKeys(of: record.key, relationship: relationship.name).count }
+                guard let target = record.toOne[relationship.name] else { return 0 }
+                return try targets.contains(target) ? 1 : 0
+            }
+        }
         return entity.layout.attributes.flatMap { attribute in
             ObjectValidator.check(attribute, record.attributes[attribute.name]).map { rule, message in
                 ValidationFailure(objectID: destination.objectID(for: record.key), property: attribute.name, rule: rule, message: message)
@@ -594,11 +607,12 @@ public final class MigrationManager: Sendable {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return []
         }
+        var targets = ExistingKeys(destination)
         // Relationships alone, in a store that narrows their rules: only the objects it names are read.
         if !checkingAttributes, (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true,
            let narrowed = try step(m, .validate, nil, {
                try narrowedFailures(description, in: destination, relationshipsOnly: true) {
-                   try ObjectValidator.failures(of: $0, in: destination, checkingAttributes: false)
+                   try brokenRules(of: $0, description, in: destination, checkingAttributes: false, relationships: true, targets: &targets)
                }
            }) {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
@@ -609,7 +623,6 @@ public final class MigrationManager: Sendable {
         // The to-many relationships with a rule are counted a batch at a time (one read per
         // relationship per batch where the store can), not object by object.
         let counted = description.storedRelationships.filter { $0.isToMany && ObjectValidator.hasRule($0) }
-        var targets = ExistingKeys(destination)
         for batch in destination.batches(of: entity, size: batchSize) {
             try checkCancelled(m, .validate)
             let records = try step(m, .validate, nil) { try batch.get() }
@@ -620,13 +633,8 @@ public final class MigrationManager: Sendable {
                 }
             }
             for (row, record) in records.enumerated() {
-                // A to-one counts when the object it names exists (a store may keep a key whose object is gone).
-                failures += try ObjectValidator.failures(of: record, entity: description, id: destination.objectID(for: record.key),
-                                                         checkingAttributes: checkingAttributes) { relationship in
-                    if relationship.isToMany { return counts[relationship.name]?[row] ?? 0 }
-                    guard let target = record.toOne[relationship.name] else { return 0 }
-                    return try targets.contains(target) ? 1 : 0
-                }
+                failures += try brokenRules(of: record, description, in: destination, checkingAttributes: checkingAttributes, relationships: true,
+                                            targets: &targets) { counts[$0.name]?[row] ?? 0 }
             }
             done += records.count
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: done, total: total))

@@ -431,16 +431,16 @@ extension ObjectValidator {
         return failures
     }
 
-    /// Every rule a record of `store` breaks; to-many counts are read from the store, and a to-one
-    /// counts when the store has the object it names.
+    /// Every rule a record of `store` breaks; to-many counts are read from the store, a to-one
+    /// counts as the record holds it (whether its object is there is the inverse check's to say:
+    /// `objectstore validate` reports a key whose object is gone once, as such).
     /// `checkingAttributes` false checks the relationships alone (for attributes checked before).
     public static func failures(of record: ObjectRecord, in store: any PersistentStore, checkingAttributes: Bool = true) throws -> [ValidationFailure] {
         guard let entity = store.model.entity(named: record.key.entity) else { return [] }
         return try failures(of: record, entity: entity, id: store.objectID(for: record.key), checkingAttributes: checkingAttributes) { relationship in
-            // A to-one counts when the object it names is there (a store may keep a key whose object is gone).
             relationship.isToMany
                 ? try store.relatedKeys(of: record.key, relationship: relationship.name).count
-                : (try record.toOne[relationship.name].flatMap { try store.record(for: $0) } == nil ? 0 : 1)
+                : (record.toOne[relationship.name] == nil ? 0 : 1)
         }
     }
 }
