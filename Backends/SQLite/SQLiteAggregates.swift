@@ -53,9 +53,9 @@ extension SQLiteReader {
         // Values the reader would refuse (another storage class, out of range, text not UTF-8, a
         // string kept as a blob): SQL would group and sum them as they are; the objects' answer is refused.
         let used = plan.groupAttributes + plan.expressionAttributes.compactMap { $0 }
-        let unreadable = used.compactMap { attribute in entity.attributes[attribute.name].flatMap { SQLiteStore.unreadable(attribute, "t.\(quote($0))") } }
-        if !unreadable.isEmpty {
-            let damaged = try connection.statement("SELECT EXISTS (SELECT 1 FROM \(quote(entity.table)) t WHERE \(selected) AND (\(unreadable.joined(separator: " OR "))))")
+        let columns = used.compactMap { attribute in entity.attributes[attribute.name].map { (attribute, "t.\(quote($0))") } }
+        if let unreadable = SQLiteStore.unreadable(columns) {
+            let damaged = try connection.statement("SELECT EXISTS (SELECT 1 FROM \(quote(entity.table)) t WHERE \(selected) AND (\(unreadable)))")
                 .rows { $0.int64(0) }.first == 1
             if damaged { return nil }
         }

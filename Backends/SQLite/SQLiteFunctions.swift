@@ -3,24 +3,21 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// SQL functions that call back into ``PredicateEvaluator``, so that string
-/// comparisons with `[c]`/`[d]`, `LIKE` and `MATCHES` run inside SQLite with
-/// exactly the evaluator's answers.
+/// SQL functions that call back into Swift: into ``PredicateEvaluator``, so that string
+/// comparisons with `[c]`/`[d]`, `LIKE` and `MATCHES` run inside SQLite with exactly the
+/// evaluator's answers; into the validator's rules, so that a row's values are judged where they lie.
 enum SQLiteFunctions {
     /// `objectstore_string(op, options, lhs, rhs)`: 1 when `lhs op[options] rhs` holds.
     static let stringComparison = "objectstore_string"
 
-    /// `objectstore_text(text, minLength, maxLength, pattern)`: 1 when the text is UTF-8 (as the
-    /// reader takes it), its length in characters lies within the bounds (grapheme clusters, as a
-    /// length rule counts them: `ObjectValidator`) and the pattern matches all of it (as a pattern
-    /// rule says: ``WholeMatch``); 0 when not, and for a value of another storage class. A NULL
-    /// bound or pattern is no rule. NULL for a NULL, or a pattern that is not a regular expression
-    /// (which no value obeys: the caller checks).
-    static let text = "objectstore_text"
+    /// `objectstore_values(plan, value…)`: 1 when each value is in the form the reader takes for
+    /// its attribute and obeys the attribute's rules, as the plan says them (``ValueChecks``); 0
+    /// when one may not. The plan, the text of ``ValueChecks/text``, is read once per statement.
+    static let values = "objectstore_values"
 
     static func register(on db: OpaquePointer) -> Int32 {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
-        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (text, 4, checkText)] {
+        for (name, arguments, function) in [(stringComparison, 4, compareStrings), (values, -1, checkValues)] {
             let result = sqlite3_create_function_v2(db, name, Int32(arguments), flags, nil, function, nil, nil, nil)
             guard result == SQLITE_OK else { return result }
         }
@@ -28,44 +25,38 @@ enum SQLiteFunctions {
     }
 }
 
-/// The UTF-8 of a text value, for the length of the call; nil for anything else.
-private func withText<R>(_ value: OpaquePointer?, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
-    guard sqlite3_value_type(value) == SQLITE_TEXT else { return nil }
-    // `sqlite3_value_text` first, then the byte count of that text (SQLite's documented order).
-    let bytes = sqlite3_value_text(value)
-    let count = Int(sqlite3_value_bytes(value))
-    guard let bytes else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
-    return body(UnsafeBufferPointer(start: bytes, count: count))
+/// The checks of `objectstore_values`, read from its first argument once per statement and
+/// kept with it (`sqlite3_set_auxdata`), so a query over a million rows reads its plan and
+/// compiles its patterns once.
+private final class PlanBox {
+    let checks: [ValueChecks.Compiled]
+    /// The patterns the checks use, held for them.
+    let matchers: [WholeMatch.Matcher]
+    init(_ compiled: (checks: [ValueChecks.Compiled], matchers: [WholeMatch.Matcher])) { (checks, matchers) = compiled }
 }
 
-/// A compiled pattern kept with the statement (`sqlite3_set_auxdata`), so a query over a million
-/// rows compiles and looks up its pattern once.
-private final class MatcherBox {
-    let matcher: WholeMatch.Matcher
-    init(_ matcher: WholeMatch.Matcher) { self.matcher = matcher }
-}
-
-private let checkText: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
-    guard count == 4, let arguments else { return sqlite3_result_error(context, "objectstore_text: bad arguments", -1) }
-    func bound(_ value: OpaquePointer?) -> Int? { sqlite3_value_type(value) == SQLITE_NULL ? nil : Int(sqlite3_value_int64(value)) }
-    var matcher: WholeMatch.Matcher?
-    if sqlite3_value_type(arguments[3]) != SQLITE_NULL {
-        if let kept = sqlite3_get_auxdata(context, 3) {
-            matcher = Unmanaged<MatcherBox>.fromOpaque(kept).takeUnretainedValue().matcher
-        } else {
-            guard let pattern = text(arguments[3]), let compiled = try? WholeMatch.matcher(for: pattern) else { return sqlite3_result_null(context) }
-            matcher = compiled
-            sqlite3_set_auxdata(context, 3, Unmanaged.passRetained(MatcherBox(compiled)).toOpaque()) { box in
-                if let box { Unmanaged<MatcherBox>.fromOpaque(box).release() }
-            }
+private let checkValues: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, arguments in
+    guard count >= 1, let arguments else { return sqlite3_result_error(context, "objectstore_values: no plan", -1) }
+    let box: Unmanaged<PlanBox>
+    if let kept = sqlite3_get_auxdata(context, 0) {
+        box = Unmanaged<PlanBox>.fromOpaque(kept)
+    } else {
+        guard let plan = text(arguments[0]), let compiled = ValueChecks.compiled(plan), compiled.checks.count == Int(count) - 1 else {
+            return sqlite3_result_error(context, "objectstore_values: a plan that is not one for its \(count - 1) values", -1)
+        }
+        box = Unmanaged.passRetained(PlanBox(compiled))
+        sqlite3_set_auxdata(context, 0, box.toOpaque()) { box in
+            if let box { Unmanaged<PlanBox>.fromOpaque(box).release() }
+        }
+        // SQLite may have dropped the plan at once (no memory): it is read again at the next call.
+        guard sqlite3_get_auxdata(context, 0) != nil else { return sqlite3_result_int(context, 0) }
+    }
+    let admitted = box._withUnsafeGuaranteedRef { plan in
+        plan.checks.withUnsafeBufferPointer { checks in
+            checks.indices.allSatisfy { checks[$0].admits(arguments[$0 + 1]) }
         }
     }
-    let minimum = bound(arguments[1]), maximum = bound(arguments[2])
-    if sqlite3_value_type(arguments[0]) == SQLITE_NULL { return sqlite3_result_null(context) }
-    let obeys = withText(arguments[0]) { utf8 in
-        ObjectValidator.isText(utf8, lengthFrom: minimum, to: maximum) && matcher?.matches(utf8: utf8) != false
-    }
-    sqlite3_result_int(context, obeys == true ? 1 : 0)
+    sqlite3_result_int(context, admitted ? 1 : 0)
 }
 
 private func text(_ value: OpaquePointer?) -> String? {

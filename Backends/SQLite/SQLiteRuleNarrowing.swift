@@ -38,59 +38,16 @@ extension SQLiteStore: RuleNarrowing {
     public var narrowsRelationshipRules: Bool { true }
 
     /// The SQL condition (on alias `t`) a row that may break one of `entity`'s attribute or
-    /// relationship rules meets, or nil when a rule cannot be put in SQL; `FALSE` when there is no rule.
+    /// relationship rules meets, or nil when a rule cannot be put in SQL; `0` when there is no rule.
+    /// Its values are judged in one call (``ValueChecks``): their forms and their attributes' rules.
     static func ruleCondition(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> String? {
-        let columns = mapping.attributes
-        var conditions: [String] = []
+        var checks: [(check: ValueChecks.Check, column: String)] = []
         for attribute in entity.layout.attributes {
-            guard let name = columns[attribute.name] else { return nil }
-            let c = "t.\(quote(name))"
-            let rules = attribute.validation
-            if !attribute.isOptional { conditions.append("\(c) IS NULL") }
-            if attribute.type == .string {
-                // Text: its storage class, UTF-8, length in characters and pattern in one call of the validator's rules.
-                if rules.pattern.map({ $0.contains("\0") || (try? WholeMatch.matcher(for: $0)) == nil }) == true {
-                    return nil   // A pattern that is not a regular expression is broken by every value: not narrowed.
-                }
-                guard rules.minValue == nil, rules.maxValue == nil else { return nil }   // Bounds on text: the validator's to judge.
-                conditions.append(textBreaks(c, rules))
-                continue
-            }
-            if attribute.type == .decimal {
-                guard let condition = decimalBreaks(c, rules) else { return nil }
-                conditions.append(condition)
-                continue
-            }
-            // A value the reader would refuse, whatever the rules: the row is read, and the read says so.
-            if let unreadable = unreadable(attribute, c) { conditions.append(unreadable) }
-            guard rules != ValidationRules() else { continue }
-            switch attribute.type {
-            case .integer16, .integer32, .integer64, .boolean, .double, .float, .date: break
-            case .binaryData where !attribute.allowsExternalBinaryDataStorage: break
-            default: return nil   // Rules on values stored in a form of their own (decimals…): not said in SQL.
-            }
-            // Each term is NULL for a NULL value, which the type test above judges; every value
-            // is read once per term, so a range is one `NOT BETWEEN`, not two comparisons.
-            var bounds: [String?] = []
-            for bound in [rules.minValue, rules.maxValue] {
-                switch bound {
-                case nil: bounds.append(nil)
-                case .integer(let v)?: bounds.append(String(v))
-                case .double(let v)? where v.isFinite: bounds.append(String(format: "%.17g", v))
-                case .date(let d)? where d.timeIntervalSinceReferenceDate.isFinite:
-                    bounds.append(String(format: "%.17g", d.timeIntervalSinceReferenceDate))
-                default: return nil
-                }
-            }
-            if let range = outside(c, bounds[0], bounds[1]) { conditions.append(range) }
-            // Data's length in bytes.
-            if attribute.type == .binaryData, let range = outside("length(\(c))", rules.minLength.map(String.init), rules.maxLength.map(String.init)) {
-                conditions.append(range)
-            }
-            if rules.pattern != nil { return nil }   // A pattern on what is not text: the validator's to judge.
+            guard let name = mapping.attributes[attribute.name], let check = ValueChecks.Check(attribute) else { return nil }
+            checks.append((check, "t.\(quote(name))"))
         }
         guard let relationships = relationshipConditions(entity, mapping: mapping, schema: schema) else { return nil }
-        conditions += relationships
+        let conditions = (ValueChecks.refused(checks).map { [$0] } ?? []) + relationships
         return conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")
     }
 
@@ -140,67 +97,11 @@ extension SQLiteStore: RuleNarrowing {
         return conditions
     }
 
-    /// The condition that column `c` holds what the reader refuses as a value of `attribute`
-    /// (``SQLiteValues``): a storage class its type is not written as (a superset: the reader accepts
-    /// some others), an integer out of its type's range, a Boolean other than 0 or 1, text that is
-    /// not UTF-8, a UUID blob not of 16 bytes. Nil for types stored in forms of their own (decimals,
-    /// URIs, transformables, external data), which only a read judges.
-    static func unreadable(_ attribute: Attribute, _ c: String) -> String? {
-        switch attribute.type {
-        case .integer16, .integer32:
-            let range = attribute.type.integerRange!
-            return "typeof(\(c)) NOT IN ('integer', 'null') OR \(c) NOT BETWEEN \(range.lowerBound) AND \(range.upperBound)"
-        case .integer64: return "typeof(\(c)) NOT IN ('integer', 'null')"
-        case .boolean: return "typeof(\(c)) NOT IN ('integer', 'null') OR \(c) NOT IN (0, 1)"
-        case .double, .float, .date: return "typeof(\(c)) NOT IN ('real', 'integer', 'null')"
-        case .string: return textBreaks(c, ValidationRules())
-        case .binaryData where !attribute.allowsExternalBinaryDataStorage: return "typeof(\(c)) NOT IN ('blob', 'null')"
-        case .uuid: return "typeof(\(c)) NOT IN ('blob', 'null') OR (typeof(\(c)) = 'blob' AND length(\(c)) != 16)"
-        default: return nil
-        }
-    }
-
-    /// The SQL condition that text column `c` holds what the reader refuses (another storage class,
-    /// bytes that are not UTF-8) or a text that breaks `rules`' length or pattern.
-    private static func textBreaks(_ c: String, _ rules: ValidationRules) -> String {
-        let pattern = rules.pattern.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
-        return "\(SQLiteFunctions.text)(\(c), \(rules.minLength.map(String.init) ?? "NULL"), "
-            + "\(rules.maxLength.map(String.init) ?? "NULL"), \(pattern)) = 0"
-    }
-
-    /// The SQL condition (a superset) that decimal column `c` holds a value that breaks `rules`'
-    /// bounds or that only the reader judges, or nil when the rules cannot be put so. A decimal is
-    /// stored as an integer where one holds it, else as a double where one holds it exactly
-    /// (`SQLiteValues`), else as its text: text and infinities are named for the reader. Numbers
-    /// are compared with each bound's nearest double moved one step outwards: a double below the
-    /// minimum rounds to no more than the minimum's double, and an integer below it is below that
-    /// double and half a step, so every value beyond a bound is named, and a few at it, checked in Swift.
-    private static func decimalBreaks(_ c: String, _ rules: ValidationRules) -> String? {
-        guard rules.minLength == nil, rules.maxLength == nil, rules.pattern == nil else { return nil }
-        var terms = ["typeof(\(c)) IN ('text', 'blob')", "\(c) IN (9e999, -9e999)"]
-        for (bound, comparison) in [(rules.minValue, "<="), (rules.maxValue, ">=")] {
-            guard let bound else { continue }
-            let number: Double? = switch bound {
-            case .decimal(let d): Double(d.description)
-            case .integer(let i): Double(i)
-            case .double(let d): d
-            default: nil
-            }
-            guard let number, number.isFinite else { return nil }
-            let looser = comparison == "<=" ? number.nextUp : number.nextDown
-            guard looser.isFinite else { return nil }
-            terms.append("\(c) \(comparison) \(String(format: "%.17g", looser))")
-        }
-        return terms.joined(separator: " OR ")
-    }
-
-    /// The SQL condition that `value` lies outside `min...max` (either bound may be missing), or nil when neither is given.
-    private static func outside(_ value: String, _ min: String?, _ max: String?) -> String? {
-        switch (min, max) {
-        case let (min?, max?): "\(value) NOT BETWEEN \(min) AND \(max)"
-        case let (min?, nil): "\(value) < \(min)"
-        case let (nil, max?): "\(value) > \(max)"
-        case (nil, nil): nil
-        }
+    /// The condition that one of `columns` (on alias `t`, each with its attribute) holds what the
+    /// reader refuses (``ValueChecks/Check/init(readable:)``): another storage class, an integer out
+    /// of its type's range, a Boolean other than 0 or 1, text that is not UTF-8, a UUID blob not of
+    /// 16 bytes; nil when none is asked of (types stored in forms of their own, which only a read judges).
+    static func unreadable(_ columns: [(attribute: Attribute, column: String)]) -> String? {
+        ValueChecks.refused(columns.map { (ValueChecks.Check(readable: $0.attribute), $0.column) })
     }
 }

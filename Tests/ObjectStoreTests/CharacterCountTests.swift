@@ -145,4 +145,34 @@ import Testing
         #expect(refused > 500)
         #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
     }
+
+    /// Pieces that are UTF-8 (ASCII, two-, three- and four-byte scalars) and pieces that are not
+    /// (stray continuations, overlong leads, a lead cut short, a surrogate), put together at every
+    /// offset of the eight-byte words the check reads: judged as Swift's validation judges them.
+    @Test func everyAlignmentOfTwoByteAndLongerSequences() {
+        let good: [[UInt8]] = [[0x41], [0x7A, 0x20], [0xC3, 0xA9], [0xC2, 0x80], [0xDF, 0xBF], [0xD0, 0x96],
+                               [0xE2, 0x82, 0xAC], [0xE0, 0xA0, 0x80], [0xF0, 0x9F, 0x98, 0x80], [0x0D, 0x0A]]
+        let bad: [[UInt8]] = [[0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xC3], [0xC3, 0x41], [0xE2, 0x82],
+                              [0xED, 0xA0, 0x80], [0xE0, 0x80, 0x80], [0xF8], [0xF0, 0x9F, 0x98]]
+        var state: UInt64 = 0x0DDB_A11C_0FFE_E123
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var differing: [[UInt8]] = []
+        var refused = 0
+        for _ in 0..<40_000 {
+            var bytes: [UInt8] = Array(repeating: 0x61, count: next(9))
+            for _ in 0..<next(12) { bytes += good[next(good.count)] }
+            if next(2) == 0 { bytes.insert(contentsOf: bad[next(bad.count)], at: next(bytes.count + 1)) }
+            for _ in 0..<next(4) { bytes += good[next(good.count)] }
+            let swift = String(validating: bytes, as: UTF8.self) != nil
+            if !swift { refused += 1 }
+            let ours = bytes.withUnsafeBufferPointer { ObjectValidator.isUTF8($0) }
+            let counted = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: 1) } != nil
+            if ours != swift || counted != swift { differing.append(bytes) }
+        }
+        #expect(refused > 10_000)
+        #expect(differing.count == 0, "\(differing.count), the first: \(differing.prefix(3))")
+    }
 }

@@ -239,6 +239,57 @@ struct SQLiteAggregateDeclineTests {
     }
 }
 
+/// Numbers are compared with their bounds as SQLite orders them, exactly: an integer against a
+/// fractional bound or one beyond a double's precision, a double against an integer bound.
+@Suite("SQLite narrows number bounds exactly")
+struct SQLiteNumberBoundNarrowingTests {
+    @Test("integers and doubles at, inside and beyond bounds of the other kind; a stored form the reader may refuse is given")
+    func exactBounds() throws {
+        let twoTo53 = Int64(1) << 53, twoTo60 = Int64(1) << 60
+        let model = try ManagedObjectModel {
+            Entity("Gauge") {
+                Attribute("level", .integer64, validation: ValidationRules(minValue: .double(2.5), maxValue: .integer(twoTo60 + 100)))
+                Attribute("ratio", .double, validation: ValidationRules(minValue: .integer(1), maxValue: .integer(twoTo53 + 1)))
+            }
+        }
+        let folder = try TemporaryFolder()
+        let url = folder.url.appending(path: "s.sqlite")
+        // (level, ratio) as SQL literals, one row each: an integer in the Double column stays an integer.
+        let rows: [(String, String)] = [("3", "1.0"), ("2", "1.0"), (String(twoTo60 + 100), "1.0"), (String(twoTo60 + 101), "1.0"),
+                                        ("3", "0.9999999"), ("3", "9007199254740992.0"), ("3", String(twoTo53 + 1)), ("3", String(twoTo53 + 2)),
+                                        ("3.5", "2"), ("'three'", "2"), ("3", "x'0102'"), ("NULL", "NULL")]
+        try SQLiteStoreType().open(at: url, model: model, options: StoreOptions()).close()
+        let raw = try RawDatabase(url, readOnly: false)
+        let number = try #require(try raw.strings("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Gauge'").first?.first)
+        for (key, (level, ratio)) in rows.enumerated() {
+            try raw.execute("INSERT INTO ZGAUGE (Z_PK, Z_ENT, Z_OPT, ZLEVEL, ZRATIO) VALUES (\(key + 1), \(number), 1, \(level), \(ratio))")
+        }
+        raw.close()
+        let store = try SQLiteStoreType().open(at: url, model: model, options: StoreOptions())
+        defer { try? store.close() }
+        let narrowing = try #require(store as? any RuleNarrowing)
+        // Rows 1–8 hold forms the reader takes: the first four given are all there are among them.
+        let given = Set(try #require(try narrowing.objectsThatMayBreakRules(of: "Gauge", after: nil, limit: 4)).map(\.key.primaryKey))
+        // The oracle: each row the reader takes, read and checked in Swift.
+        let entity = try #require(model.entity(named: "Gauge"))
+        let broken = Set((1...rows.count).compactMap { try? store.record(for: ObjectKey("Gauge", Int64($0))) }.filter { record in
+            entity.layout.attributes.contains { !ObjectValidator.check($0, record.attributes[$0.name]).isEmpty }
+        }.map(\.key.primaryKey))
+        #expect(broken.isSubset(of: given), "every broken row is given: \(broken.sorted()) of \(given.sorted())")
+        // 2 < 2.5, 2^60 + 101 above its maximum, 0.9999999 below 1, the integer 2^53 + 2 above 2^53 + 1.
+        #expect(given.isSuperset(of: [2, 4, 5, 8]), "\(given.sorted())")
+        // At or inside every bound, in the storage classes the reader takes as written: not given.
+        #expect(given.isDisjoint(with: [1, 3, 6, 7]), "\(given.sorted())")
+        // A fraction in the integer column, text in it, a blob in the double column: given, and the
+        // reader refuses each; NULL where no value is required is not given.
+        for key in Int64(9)...11 {
+            let refused = try #require(throws: StoreError.self) { try narrowing.objectsThatMayBreakRules(of: "Gauge", after: key - 1, limit: 1) }
+            #expect(refused.message.contains("row \(key)"), "\(refused.message)")
+        }
+        #expect(try narrowing.objectsThatMayBreakRules(of: "Gauge", after: 11, limit: 10)?.isEmpty == true)
+    }
+}
+
 /// Decimal bounds narrowed in SQL: every value beyond a bound is given, as Swift's validator finds
 /// it; values far inside are not; text SQLite holds for a decimal is given for the reader to judge.
 @Suite("SQLite narrows decimal bounds")

@@ -346,26 +346,54 @@ public enum ObjectValidator {
         isUTF8(utf8, from: 0)
     }
 
-    /// Whether `utf8` is UTF-8 from byte `i` (a scalar's first) on: ASCII a word at a time.
+    /// Whether `utf8` is UTF-8 from byte `i` (a scalar's first) on, eight bytes at a time where
+    /// they are ASCII and two-byte sequences (Latin, Greek, Cyrillic, Hebrew, Arabic letters),
+    /// scalar by scalar up to and through a longer one.
+    ///
+    /// In a word, with each byte's top three bits moved to its bit 7: a two-byte lead (`110xxxxx`,
+    /// not the overlong `C0`/`C1`, whose bits 1–4 are clear) must be followed by a continuation
+    /// (`10xxxxxx`), and each continuation must follow a lead, the next word's first byte
+    /// following this word's last.
     private static func isUTF8(_ utf8: UnsafeBufferPointer<UInt8>, from i: Int) -> Bool {
         guard let base = UnsafeRawPointer(utf8.baseAddress) else { return true }
+        let high: UInt64 = 0x8080_8080_8080_8080
         var i = i
+        // Whether the byte before `i` is a two-byte lead (whose continuation is at `i`).
+        var pending = false
         let n = utf8.count
-        while i < n {
-            if i + 8 <= n {
-                // ASCII up to the first other byte of eight.
-                let other = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & 0x8080_8080_8080_8080
-                if other == 0 {
-                    i += 8
-                    continue
-                }
-                i += other.trailingZeroBitCount >> 3
-            } else if utf8[i] < 0x80 {
-                i += 1
+        while i + 8 <= n {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let top = word & high
+            if top == 0 {
+                if pending { return false }
+                i += 8
                 continue
             }
-            guard let (_, length) = scalar(in: utf8, at: i) else { return false }
-            i += length
+            let six = (word << 1) & high, five = (word << 2) & high
+            if top & six & five == 0 {
+                let continuation = top & ~six, lead = top & six
+                // Bit 7 set where bits 1–4 are not all clear (no carry crosses a byte: 0x1E + 0x7F < 0x100).
+                let notOverlong = ((word & 0x1E1E_1E1E_1E1E_1E1E) &+ 0x7F7F_7F7F_7F7F_7F7F) & high
+                guard lead & ~notOverlong == 0, continuation == (lead << 8) | (pending ? 0x80 : 0) else { return false }
+                pending = lead >> 63 != 0
+                i += 8
+                continue
+            }
+            // A lead of three or four bytes: scalar by scalar from the first byte that is not ASCII
+            // (or the lead whose continuation this word begins with) through the first such lead.
+            var j = pending ? i - 1 : i + top.trailingZeroBitCount >> 3
+            let longer = i + (top & six & five).trailingZeroBitCount >> 3
+            pending = false
+            while j <= longer {
+                guard let (_, length) = scalar(in: utf8, at: j) else { return false }
+                j += length
+            }
+            i = j
+        }
+        var j = pending ? i - 1 : i
+        while j < n {
+            guard let (_, length) = scalar(in: utf8, at: j) else { return false }
+            j += length
         }
         return true
     }
