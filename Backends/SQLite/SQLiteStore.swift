@@ -405,6 +405,15 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         }
     }
 
+    /// A store being filled in one go (made with deferred durability) puts what it has written on
+    /// disk now, while its caller waits for other work, so that its close, which must, finds little
+    /// left to write. Nothing for any other store; a failure is left for the close to meet.
+    func writeBackEarly() {
+        guard deferredDurability, journalModeAtClose != nil, let url, let handle = try? FileHandle(forUpdating: url) else { return }
+        defer { try? handle.close() }
+        try? handle.synchronize()
+    }
+
     public func integrityProblems(deep: Bool) throws -> [String] {
         try withReader { try $0.integrityProblems(deep: deep) }
     }
