@@ -176,7 +176,7 @@ public enum ObjectValidator {
         let length: Int? = switch value {
         // A string within its bounds is told so counting no further than they need; one outside is counted whole, for the message.
         case .string(let s) where rules.minLength != nil || rules.maxLength != nil:
-            s.utf8.withContiguousStorageIfAvailable { isText($0, lengthFrom: rules.minLength, to: rules.maxLength) } == true ? nil : characterCount(s)
+            s.utf8.withContiguousStorageIfAvailable { isText($0, lengthFrom: rules.minLength, to: rules.maxLength, knownUTF8: true) } == true ? nil : characterCount(s)
         case .data(let d): d.count
         default: nil
         }
@@ -241,7 +241,8 @@ public enum ObjectValidator {
     /// `minLength...maxLength` (either may be nil). Characters are counted only as far as the bounds
     /// need: a text has no more characters than bytes and at least one when it has a byte, so a
     /// maximum its bytes keep needs no count, and a minimum is met once that many are counted.
-    package static func isText(_ utf8: UnsafeBufferPointer<UInt8>, lengthFrom minLength: Int?, to maxLength: Int?) -> Bool {
+    /// With `knownUTF8` (a Swift string's bytes), the bytes are not checked again.
+    package static func isText(_ utf8: UnsafeBufferPointer<UInt8>, lengthFrom minLength: Int?, to maxLength: Int?, knownUTF8: Bool = false) -> Bool {
         let bytes = utf8.count
         if let minLength, bytes < minLength { return false }
         let cap: Int
@@ -250,9 +251,9 @@ public enum ObjectValidator {
         } else if let minLength, minLength > 1 {
             cap = minLength
         } else {
-            return isUTF8(utf8)
+            return knownUTF8 || isUTF8(utf8)
         }
-        guard let count = characterCount(utf8: utf8, upTo: cap) else { return false }
+        guard let count = characterCount(utf8: utf8, upTo: cap, checkingRest: !knownUTF8) else { return false }
         return count >= (minLength ?? 0) && count <= (maxLength ?? .max)
     }
 
@@ -267,7 +268,8 @@ public enum ObjectValidator {
     /// two alone scalars in a row (between which characters always break). The count so far never
     /// exceeds the whole text's (appending text may join a last character to what follows, never
     /// two earlier ones), so it may stop at the cap.
-    package static func characterCount(utf8: UnsafeBufferPointer<UInt8>, upTo cap: Int) -> Int? {
+    /// Without `checkingRest` (bytes known to be UTF-8), nothing past the cap is read.
+    package static func characterCount(utf8: UnsafeBufferPointer<UInt8>, upTo cap: Int, checkingRest: Bool = true) -> Int? {
         guard let base = UnsafeRawPointer(utf8.baseAddress) else { return 0 }
         var count = 0, i = 0
         let n = utf8.count
@@ -276,7 +278,7 @@ public enum ObjectValidator {
         var stretch: Int?
         var previous = 0, previousAlone = false
         while i < n {
-            if count >= cap { return isUTF8(utf8, from: i) ? count : nil }
+            if count >= cap { return !checkingRest || isUTF8(utf8, from: i) ? count : nil }
             // Outside a stretch, eight bytes at a time: ASCII but CR, a character each, up to the first other.
             if stretch == nil, i + 8 <= n {
                 let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
