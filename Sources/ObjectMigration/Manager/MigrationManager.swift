@@ -213,12 +213,19 @@ public final class MigrationManager: Sendable {
         // Phase 2 reads the records' to-many lists a group at a time (``ListGroup``).
         var group = ListGroup(batchSize: phase == .createRelationships ? batchSize : nil)
         let (source, batchSize) = (context.sourceStore, batchSize)
+        // The lists of a batch's first group are read with the batch, while the batch before is written.
+        let prefetch = phase == .createRelationships ? context.prefetchRead(mapping: m) : nil
+        let firstGroup = Atomic<Int>(group.size)
         try forEachBatch(m, phase, context, read: { entity, after in
-            try source.scan(entity: entity, after: after, limit: batchSize)
-        }, bounds: { ($0.count, $0.last?.key.primaryKey) }) { records in
-            let prefetch = phase == .createRelationships ? context.prefetchRead(mapping: m) : nil
+            let records = try source.scan(entity: entity, after: after, limit: batchSize)
+            guard let prefetch else { return Prefetched<[ObjectRecord], MigrationContext.PrefetchedLists>(batch: records, first: nil) }
+            let count = Swift.min(records.count, firstGroup.load(ordering: .relaxed))
+            return Prefetched(batch: records, first: (count, try prefetch(records[..<count].map(\.key))))
+        }, bounds: { ($0.batch.count, $0.batch.last?.key.primaryKey) }) { read in
+            let records = read.batch
+            defer { firstGroup.store(group.size, ordering: .relaxed) }
             try step(m, phase, nil) {
-                try group.forEachGroup(of: records.count, reading: prefetch.map { prefetch in
+                try group.forEachGroup(of: records.count, first: read.first, reading: prefetch.map { prefetch in
                     { range in let keys = records[range].map(\.key); return { try prefetch(keys) } }
                 }, members: \.members) { range, lists in
                     if phase == .createRelationships { context.usePrefetched(lists ?? MigrationContext.PrefetchedLists()) }
@@ -256,14 +263,21 @@ public final class MigrationManager: Sendable {
         /// Goes through `0..<count` a group at a time: `reading` gives, for a group, the read of its
         /// lists, which runs on a thread of its own (``ReadAhead``) while `write` handles the group
         /// before; the next group's size follows from the members (``read(rows:members:)``). No read
-        /// is left running when a write fails.
-        mutating func forEachGroup<Lists: Sendable>(of count: Int, reading: ((Range<Int>) -> @Sendable () throws -> Lists)?,
+        /// is left running when a write fails. `first`: the lists of the first rows, read already
+        /// (beside the batch: ``createObjects(_:_:wholeRows:)``).
+        mutating func forEachGroup<Lists: Sendable>(of count: Int, first: (count: Int, lists: Lists)? = nil,
+                                                    reading: ((Range<Int>) -> @Sendable () throws -> Lists)?,
                                                     members: (Lists) -> Int, _ write: (Range<Int>, Lists?) throws -> Void) throws {
             func start(_ lower: Int) -> (range: Range<Int>, lists: ReadAhead<Lists>?) {
                 let range = lower..<(lower + Swift.min(count - lower, size))
                 return (range, reading.map { ReadAhead($0(range)) })
             }
-            var next = count > 0 ? start(0) : nil
+            var next: (range: Range<Int>, lists: ReadAhead<Lists>?)?
+            if let first, first.count > 0, first.count <= count {
+                next = (0..<first.count, ReadAhead(done: first.lists))
+            } else if count > 0 {
+                next = start(0)
+            }
             defer { _ = try? next?.lists?.value() }
             while let (range, reading) = next {
                 let lists = try reading?.value()
@@ -294,9 +308,17 @@ public final class MigrationManager: Sendable {
         var group = ListGroup(batchSize: batchSize)
         try step(m, .createObjects, nil) { try context.flush() }
         let (source, batchSize) = (context.sourceStore, batchSize)
+        // Written whole, the lists of a batch's first group are read with the batch, while the
+        // batch before is written: the objects keep their keys and their relationships' names.
+        let lists = wholeRows ? program.destination.storedRelationships.filter(\.isToMany).map(\.name) : []
+        let firstGroup = Atomic<Int>(group.size)
         try forEachBatch(m, .createObjects, context, read: { entity, after in
-            try source.scanBatch(entity: entity, after: after, limit: batchSize)
-        }, bounds: { ($0.count, $0.primaryKeys.last) }) { batch in
+            let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)
+            guard !lists.isEmpty else { return Prefetched<RecordBatch, (keys: [ObjectKey], lists: [[OrderedMembers]])>(batch: batch, first: nil) }
+            let keys = (0..<Swift.min(batch.count, firstGroup.load(ordering: .relaxed))).map(batch.key(at:))
+            return Prefetched(batch: batch, first: (keys.count, (keys, try lists.map { try source.orderedMembers(of: keys, relationship: $0) })))
+        }, bounds: { ($0.batch.count, $0.batch.primaryKeys.last) }) { read in
+            let batch = read.batch
             let made: RecordBatch
             do {
                 made = try program.run(batch, context: context, failures: &failures)
@@ -304,7 +326,12 @@ public final class MigrationManager: Sendable {
                 made = try step(m, .createObjects, failure.source) { () -> RecordBatch in throw failure.error }
             }
             if wholeRows {
-                try step(m, .createObjects, nil) { try insertWhole(made, context, group: &group, failures: &failures) }
+                // The lists read with the batch, for the rows made of its first objects.
+                let first = read.first.flatMap { count, read in
+                    count <= made.count && read.keys.indices.allSatisfy { made.key(at: $0) == read.keys[$0] } ? (count, read.lists) : nil
+                }
+                try step(m, .createObjects, nil) { try insertWhole(made, context, group: &group, first: first, failures: &failures) }
+                firstGroup.store(group.size, ordering: .relaxed)
             } else {
                 // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
                 try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
@@ -313,12 +340,18 @@ public final class MigrationManager: Sendable {
         return failures
     }
 
+    /// A batch of source objects, with the to-many lists of its first `count` objects when they were read with it.
+    private struct Prefetched<Batch: Sendable, Lists: Sendable>: Sendable {
+        let batch: Batch
+        let first: (count: Int, lists: Lists)?
+    }
+
     /// Inserts the objects of `made`, copies as they are of source objects with the same keys, each
     /// with its source object's to-many lists, a ``ListGroup`` of rows at a time. The relationship
     /// rules they break are added to `failures`, judged from the very lists and keys written (phase 3
     /// then reads none of them again: ``relationshipsCheckedWhole(_:)``).
     private func insertWhole(_ made: RecordBatch, _ context: MigrationContext, group: inout ListGroup,
-                             failures: inout [ValidationFailure]) throws {
+                             first: (count: Int, lists: [[OrderedMembers]])? = nil, failures: inout [ValidationFailure]) throws {
         let relationships = made.entity.storedRelationships.filter(\.isToMany)
         let destination = context.destinationStore
         // Required to-ones, from the keys each row carries, each naming an object the source has.
@@ -334,7 +367,7 @@ public final class MigrationManager: Sendable {
         guard !relationships.isEmpty else { return try destination.bulkInsert(made, checkingReferences: false) }
         let source = context.sourceStore
         let names = relationships.map(\.name)
-        try group.forEachGroup(of: made.count, reading: { range in
+        try group.forEachGroup(of: made.count, first: first, reading: { range in
             let keys = range.map(made.key(at:))
             return { try names.map { try source.orderedMembers(of: keys, relationship: $0) } }
         }, members: { $0.reduce(0) { $0 + $1.reduce(0) { $0 + $1.keys.count } } }) { range, lists in

@@ -23,6 +23,12 @@ final class ReadAhead<Value: Sendable>: Sendable {
         thread.start()
     }
 
+    /// A read already done: its value.
+    init(done value: Value) {
+        result.withLock { $0 = .success(value) }
+        done.signal()
+    }
+
     /// The read's value, once it is there.
     /// - Throws: what the read threw.
     func value() throws -> Value {
