@@ -12,7 +12,8 @@ enum SQLiteFunctions {
 
     /// `objectstore_values(plan, value…)`: 1 when each value is in the form the reader takes for
     /// its attribute and obeys the attribute's rules, as the plan says them (``ValueChecks``); 0
-    /// when one may not. The plan, the text of ``ValueChecks/text``, is read once per statement.
+    /// when one may not. The plan, the JSON of one ``ValueChecks/Check`` per value, is read once
+    /// per statement.
     static let values = "objectstore_values"
 
     static func register(on db: OpaquePointer) -> Int32 {

@@ -66,7 +66,8 @@ enum ValueChecks {
 
         /// The check of a value of `attribute` the reader takes that obeys the attribute's rules,
         /// or nil when the rules cannot be put so (a pattern that is not a regular expression,
-        /// which every value breaks; bounds on text; rules on a value of a form of its own).
+        /// which every value breaks; bounds on text or data; a pattern on what is not text; rules
+        /// on a value of a form of its own: a UUID, a URI, a transformable, external data).
         init?(_ attribute: Attribute) {
             self.init(readable: attribute)
             required = !attribute.isOptional
