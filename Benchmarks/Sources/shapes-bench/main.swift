@@ -14,7 +14,8 @@ import SQLiteStore
 //   characters, required pages with bounds, a summary of about 200 characters) → Book (required
 //   13-character isbn with a pattern) → Textbook (required subject): a three-level inheritance in
 //   one table; one word in six is not ASCII (café, Zoë, Łódź…), as in text users write;
-// - Author – Book, a one-to-many with its inverse (an author per ten books; a name of 2–120
+// - Author – Book, a one-to-many with its inverse (an author per ten books, required: a book's
+//   author must exist, a hundred thousand distinct ones at a million objects; a name of 2–120
 //   characters);
 // - Tag – Book, a many-to-many (100 tags with a label pattern, two per book: a join row each);
 // - Library.featured – Book.featuredIn, an ordered to-many with its inverse (a library per hundred
@@ -43,7 +44,7 @@ let model = try ManagedObjectModel(versionIdentifiers: ["shapes-bench"]) {
     Entity("Book", parent: "Publication") {
         Attribute("isbn", .string, optional: false, validation: ValidationRules(minLength: 13, maxLength: 13, pattern: "97[89][0-9]{10}"))
         Attribute("rating", .double)
-        Relationship("author", to: "Author", inverse: "books")
+        Relationship("author", to: "Author", inverse: "books", optional: false)
         Relationship("tags", to: "Tag", inverse: "books", toMany: true)
         Relationship("featuredIn", to: "Library", inverse: "featured")
     }

@@ -435,7 +435,7 @@ public final class MigrationManager: Sendable {
             // rules too, the objects it names are checked whole and their entity is done.
             let coversRelationships = (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true
             var relationshipsChecked: Set<String> = []
-            var targets = ExistingKeys(destination)
+            let targets = ExistingKeys(destination)
             for m in mappings {
                 let done = m.sourceEntity.flatMap { copied[$0] } ?? 0
                 for phase in [MigrationError.Phase.createObjects, .createRelationships] {
@@ -448,12 +448,12 @@ public final class MigrationManager: Sendable {
                 } else if let keys = mayBreakRules[d] {
                     attributeFailures[d] = try step(m, .validate, nil) {
                         try keys.compactMap { try destination.record(for: ObjectKey(d, $0)) }.flatMap {
-                            try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: &targets)
+                            try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: targets)
                         }
                     }
                     if whole { relationshipsChecked.insert(d) }
                 } else if let narrowed = try step(m, .validate, nil, {
-                    try narrowedFailures(entity, in: destination) { try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: &targets) }
+                    try narrowedFailures(entity, in: destination) { try brokenRules(of: $0, entity, in: destination, relationships: whole, targets: targets) }
                 }) {
                     attributeFailures[d] = narrowed
                     if whole { relationshipsChecked.insert(d) }
@@ -542,7 +542,7 @@ public final class MigrationManager: Sendable {
     /// `members` (nil: read from the store), a to-one counting only when the object it names is
     /// there (`targets`: a store may keep a key whose object is gone).
     private func brokenRules(of record: ObjectRecord, _ entity: EntityDescription, in destination: any PersistentStore,
-                             checkingAttributes: Bool = true, relationships: Bool, targets: inout ExistingKeys,
+                             checkingAttributes: Bool = true, relationships: Bool, targets: ExistingKeys,
                              members: (Relationship) -> Int? = { _ in nil }) throws -> [ValidationFailure] {
         if relationships {
             return try ObjectValidator.failures(of: record, entity: entity, id: destination.objectID(for: record.key),
@@ -640,12 +640,12 @@ public final class MigrationManager: Sendable {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
             return []
         }
-        var targets = ExistingKeys(destination)
+        let targets = ExistingKeys(destination)
         // Relationships alone, in a store that narrows their rules: only the objects it names are read.
         if !checkingAttributes, (destination as? any RuleNarrowing)?.narrowsRelationshipRules == true,
            let narrowed = try step(m, .validate, nil, {
                try narrowedFailures(description, in: destination, relationshipsOnly: true) {
-                   try brokenRules(of: $0, description, in: destination, checkingAttributes: false, relationships: true, targets: &targets)
+                   try brokenRules(of: $0, description, in: destination, checkingAttributes: false, relationships: true, targets: targets)
                }
            }) {
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: total, total: total))
@@ -667,7 +667,7 @@ public final class MigrationManager: Sendable {
             }
             for (row, record) in records.enumerated() {
                 failures += try brokenRules(of: record, description, in: destination, checkingAttributes: checkingAttributes, relationships: true,
-                                            targets: &targets) { counts[$0.name]?[row] ?? 0 }
+                                            targets: targets) { counts[$0.name]?[row] ?? 0 }
             }
             done += records.count
             report(MigrationProgress(mapping: m.name, phase: .validate, completed: done, total: total))
@@ -691,14 +691,15 @@ extension StoreCoordinator {
 
 /// Whether the objects keys name exist in a store, each looked up once: the keys found are kept
 /// (up to 100,000, then forgotten and found again), so a batch naming a few targets many times
-/// reads each once.
-struct ExistingKeys {
+/// reads each once. A class: a copy of its set, made by any access that copies a value (a `lazy`
+/// property's getter and setter), would cost the whole set at every key found.
+final class ExistingKeys {
     let store: any PersistentStore
     private var found: Set<ObjectKey> = []
 
     init(_ store: any PersistentStore) { self.store = store }
 
-    mutating func contains(_ key: ObjectKey) throws -> Bool {
+    func contains(_ key: ObjectKey) throws -> Bool {
         if found.contains(key) { return true }
         guard try store.record(for: key) != nil else { return false }
         if found.count >= 100_000 { found.removeAll(keepingCapacity: true) }
