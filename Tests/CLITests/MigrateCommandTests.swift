@@ -77,6 +77,16 @@ struct MigrateCommandTests {
         let again = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping)
         #expect(again.status == 0 && again.stdout == "already at Notes 3\n")
         #expect(try files(workspace) == before)
+        // A run killed after it put its store in place left its lock file: the next run, with
+        // nothing to migrate, sweeps it (a dry run leaves it).
+        let stem = ".notes.\(ext).migrating-\(UUID().uuidString)"
+        _ = try workspace.write("", to: stem + ".lock")
+        #expect(try CLI.run("migrate", store, "--model", bundle, "--dry-run").stdout.contains("already at Notes 3"))
+        #expect(FileManager.default.fileExists(atPath: workspace.url.appending(path: stem + ".lock").path), "a dry run changes nothing")
+        let swept = try CLI.run("migrate", store, "--model", bundle, "--mapping", mapping)
+        #expect(swept.status == 0 && swept.stdout == "already at Notes 3\n")
+        #expect(swept.stderr.contains("removed \(stem), left by an interrupted run"), "\(swept.stderr)")
+        #expect(try files(workspace) == before)
     }
 
     @Test("a migration is one transaction of the store's history by --author, its token after every earlier one, in place or by copy",

@@ -137,6 +137,9 @@ struct MigrateCommand: ParsableCommand {
             return
         }
         if plan.steps.isEmpty {
+            // Nothing to migrate, but what an interrupted run left still goes (a run killed after it
+            // put its store in place leaves its lock file), as a migration sweeps it.
+            if !dryRun { type.sweepAndSay(beside: url) }
             json ? print(document(plan, status: "current")) : output("already at \(plan.storeVersion)")
             return
         }
