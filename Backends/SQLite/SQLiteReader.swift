@@ -213,6 +213,26 @@ final class SQLiteReader: @unchecked Sendable {
         return try records(table: entity.table, kinds: [entity.number], condition: "t.Z_PK = ?1", arguments: [.integer(key.primaryKey)]).first
     }
 
+    /// The keys among `keys` whose rows are there with their entity's number (as ``record(for:)``
+    /// finds them), 500 at a time per entity, from the table's key alone.
+    func existingKeys(among keys: [ObjectKey]) throws -> Set<ObjectKey> {
+        var found: Set<ObjectKey> = []
+        let most = 500
+        for (name, group) in Dictionary(grouping: keys, by: \.entity) {
+            guard let entity = schema.entities[name] else { continue }
+            let sql = "SELECT Z_PK FROM \(quote(entity.table)) WHERE Z_ENT = \(entity.number) AND Z_PK IN ("
+                + (1...most).map { "?\($0)" }.joined(separator: ",") + ")"
+            let primaryKeys = Array(Set(group.map(\.primaryKey)))
+            for start in stride(from: 0, to: primaryKeys.count, by: most) {
+                // One statement for every part: the last part is filled up with its first key again.
+                var part = primaryKeys[start..<min(start + most, primaryKeys.count)].map { SQLValue.integer($0) }
+                part += Array(repeating: part[0], count: most - part.count)
+                found.formUnion(try connection.statement(sql).rows(part) { ObjectKey(name, $0.int64(0)) })
+            }
+        }
+        return found
+    }
+
     func exists(_ pk: Int64, table: String, kinds: [Int]) throws -> Bool {
         try !connection.statement("SELECT 1 FROM \(quote(table)) WHERE Z_PK = ?1 AND Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))")
             .rows([.integer(pk)]) { _ in 1 }.isEmpty

@@ -235,6 +235,10 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try read { try $0.record(for: key) }
     }
 
+    public func existingKeys(among keys: [ObjectKey]) throws -> Set<ObjectKey> {
+        try read { try $0.existingKeys(among: keys) }
+    }
+
     public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
         try read { try $0.relatedKeys(of: key, relationship: relationship) }
     }

@@ -60,6 +60,9 @@ extension StoreConformance {
         #expect(try store.record(for: bob) == nil)
         #expect(names(try fetchAll(store, "Person")) == ["Ada"])
         #expect(try store.record(for: key("Person", 999)) == nil)
+        // The keys whose objects are there, as `record(for:)` finds them: a deleted one and one never made are not.
+        #expect(try store.existingKeys(among: [ada, bob, key("Person", 999), ada, key("Pet", ada.primaryKey)]) == [ada])
+        #expect(try store.existingKeys(among: []).isEmpty)
     }
 
     static let sampleItem: [String: Value] = [
@@ -264,6 +267,10 @@ extension StoreConformance {
         #expect(try fetchAll(store, "Vehicle", where: "wheels > 4").map(\.key) == [truck])
         #expect(try store.count(FetchRequest(entity: "Vehicle")) == 3)
         #expect(try store.record(for: sports)?.attributes["topSpeed"] == .double(300))
+        // A key names one entity: the same key under another entity of the hierarchy is no object.
+        let named = [car, sports, truck, ObjectKey("Truck", car.primaryKey), ObjectKey("Car", sports.primaryKey), ObjectKey("SportsCar", truck.primaryKey)]
+        #expect(try store.existingKeys(among: named) == Set(named.filter { (try? store.record(for: $0)) != nil }))
+        #expect(try store.existingKeys(among: named) == [car, sports, truck])
         #expect(throws: StoreError.self) {
             try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Vehicle", 100), attributes: [:])]))
         }

@@ -311,13 +311,19 @@ public final class MigrationManager: Sendable {
         // Written whole, the lists of a batch's first group are read with the batch, while the
         // batch before is written: the objects keep their keys and their relationships' names.
         let lists = wholeRows ? program.destination.storedRelationships.filter(\.isToMany).map(\.name) : []
+        // And the objects its required to-ones name, looked up in the source (the store serves one
+        // read at a time: on this thread they would wait for the next batch's read).
+        let required = wholeRows ? program.destination.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }.map(\.name) : []
         let firstGroup = Atomic<Int>(group.size)
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)
-            guard !lists.isEmpty else { return Prefetched<RecordBatch, (keys: [ObjectKey], lists: [[OrderedMembers]])>(batch: batch, first: nil) }
+            let named = required.compactMap(batch.layout.toOneSlot).flatMap { slot in (0..<batch.count).compactMap { batch[$0, toOne: slot] } }
+            let existing = named.isEmpty ? [] : try source.existingKeys(among: named)
+            guard !lists.isEmpty else { return Prefetched<RecordBatch, (keys: [ObjectKey], lists: [[OrderedMembers]])>(batch: batch, existing: existing, first: nil) }
             let keys = (0..<Swift.min(batch.count, firstGroup.load(ordering: .relaxed))).map(batch.key(at:))
-            return Prefetched(batch: batch, first: (keys.count, (keys, try lists.map { try source.orderedMembers(of: keys, relationship: $0) })))
+            return Prefetched(batch: batch, existing: existing, first: (keys.count, (keys, try lists.map { try source.orderedMembers(of: keys, relationship: $0) })))
         }, bounds: { ($0.batch.count, $0.batch.primaryKeys.last) }) { read in
+            context.sourceKeys.add(read.existing)
             let batch = read.batch
             let made: RecordBatch
             do {
@@ -343,6 +349,8 @@ public final class MigrationManager: Sendable {
     /// A batch of source objects, with the to-many lists of its first `count` objects when they were read with it.
     private struct Prefetched<Batch: Sendable, Lists: Sendable>: Sendable {
         let batch: Batch
+        /// The objects the batch's required to-ones name that the source has.
+        var existing: Set<ObjectKey> = []
         let first: (count: Int, lists: Lists)?
     }
 
@@ -698,6 +706,13 @@ final class ExistingKeys {
     private var found: Set<ObjectKey> = []
 
     init(_ store: any PersistentStore) { self.store = store }
+
+    /// Keys found to exist in the store by a lookup made elsewhere
+    /// (``PersistentStore/existingKeys(among:)``), so that ``contains(_:)`` takes them without a read.
+    func add(_ keys: Set<ObjectKey>) {
+        if found.count + keys.count > 100_000 { found.removeAll(keepingCapacity: true) }
+        found.formUnion(keys)
+    }
 
     func contains(_ key: ObjectKey) throws -> Bool {
         if found.contains(key) { return true }

@@ -35,6 +35,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     func count(_ request: FetchRequest) throws -> Int
     /// One object by key, or nil when there is none.
     func record(for key: ObjectKey) throws -> ObjectRecord?
+    /// The keys among `keys` whose objects the store has, as ``record(for:)`` finds them, without
+    /// reading them where the store can say so (a SQLite store: one query per entity and 500 keys).
+    func existingKeys(among keys: [ObjectKey]) throws -> Set<ObjectKey>
     /// The keys across a relationship of an object: 0 or 1 for a to-one, in
     /// order for an ordered to-many, in ascending key order otherwise.
     func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey]
@@ -156,6 +159,11 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// Each object read (``record(for:)``).
+    public func existingKeys(among keys: [ObjectKey]) throws -> Set<ObjectKey> {
+        Set(try keys.filter { try record(for: $0) != nil })
+    }
+
     /// For a store that keeps no order keys: the members numbered 1, 2, 3…
     public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
         OrderedMembers(try relatedKeys(of: key, relationship: relationship))
