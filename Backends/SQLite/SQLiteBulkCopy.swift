@@ -161,7 +161,7 @@ extension SQLiteStore: BulkCopying {
             return counts
         }
         // While the narrowing goes on, the copy goes to disk.
-        if narrowed && whole { writeBackEarly() }
+        if narrowed && whole { try writeBackEarly() }
         let found = narrowed && whole ? beside?.finish() ?? [:] : [:]
         if !queries.isEmpty {
             logger.debug("rule narrowing beside the copy: \(found.count) of \(judged.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")

@@ -411,11 +411,18 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
 
     /// A store being filled in one go (made with deferred durability) puts what it has written on
     /// disk now, while its caller waits for other work, so that its close, which must, finds little
-    /// left to write. Nothing for any other store; a failure is left for the close to meet.
-    func writeBackEarly() {
-        guard deferredDurability, journalModeAtClose != nil, let url, let handle = try? FileHandle(forUpdating: url) else { return }
-        defer { try? handle.close() }
-        try? handle.synchronize()
+    /// left to write. Nothing for any other store.
+    /// - Throws: ``StoreError`` when the file cannot be synced: a failed sync is reported once, so
+    ///   the close's own sync could no longer tell.
+    func writeBackEarly() throws {
+        guard deferredDurability, journalModeAtClose != nil, let url else { return }
+        do {
+            let handle = try FileHandle(forUpdating: url)
+            defer { try? handle.close() }
+            try handle.synchronize()
+        } catch {
+            throw StoreError(.io, "the copy could not be put on disk: \(error.localizedDescription)", url: url)
+        }
     }
 
     public func integrityProblems(deep: Bool) throws -> [String] {

@@ -138,8 +138,12 @@ struct MigrateCommand: ParsableCommand {
         }
         if plan.steps.isEmpty {
             // Nothing to migrate, but what an interrupted run left still goes (a run killed after it
-            // put its store in place leaves its lock file), as a migration sweeps it.
-            if !dryRun { type.sweepAndSay(beside: url) }
+            // put its store in place leaves its lock file), as a migration sweeps it: beside the
+            // store's real path, under the migration lock (another run migrating sweeps for itself).
+            if !dryRun {
+                let resolved = FileOperations.resolved(url)
+                try? type.withMigrationLock(at: resolved) { type.sweepAndSay(beside: resolved) }
+            }
             json ? print(document(plan, status: "current")) : output("already at \(plan.storeVersion)")
             return
         }
