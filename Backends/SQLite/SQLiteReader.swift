@@ -233,11 +233,6 @@ final class SQLiteReader: @unchecked Sendable {
         return found
     }
 
-    func exists(_ pk: Int64, table: String, kinds: [Int]) throws -> Bool {
-        try !connection.statement("SELECT 1 FROM \(quote(table)) WHERE Z_PK = ?1 AND Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))")
-            .rows([.integer(pk)]) { _ in 1 }.isEmpty
-    }
-
     func relatedKeys(of key: ObjectKey, relationship name: String) throws -> [ObjectKey] {
         try orderedMembers(of: key, relationship: name).keys
     }

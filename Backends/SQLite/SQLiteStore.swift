@@ -400,9 +400,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
                 if let mode = journalModeAtClose {
                     _ = try current.connection.statement("PRAGMA journal_mode = \(mode)").rows { $0.column(0) }
                     // Everything written without a journal, on disk before the store is handed over.
-                    let handle = try FileHandle(forUpdating: url!)
-                    defer { try? handle.close() }
-                    try handle.synchronize()
+                    try Self.sync(url!)
                 }
                 _ = try current.connection.statement("PRAGMA wal_checkpoint(TRUNCATE)").rows { $0.int64(0) }
             }
@@ -417,12 +415,18 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     func writeBackEarly() throws {
         guard deferredDurability, journalModeAtClose != nil, let url else { return }
         do {
-            let handle = try FileHandle(forUpdating: url)
-            defer { try? handle.close() }
-            try handle.synchronize()
+            try Self.sync(url)
         } catch {
             throw StoreError(.io, "the copy could not be put on disk: \(error.localizedDescription)", url: url)
         }
+    }
+
+    /// Puts what is written to the file at `url` on disk (the store's own connection syncs nothing
+    /// while it is filled in one go).
+    private static func sync(_ url: URL) throws {
+        let handle = try FileHandle(forUpdating: url)
+        defer { try? handle.close() }
+        try handle.synchronize()
     }
 
     public func integrityProblems(deep: Bool) throws -> [String] {

@@ -5,6 +5,17 @@ import Testing
 
 /// A length rule counts characters as Swift does (`String.count`); the validator counts most text
 /// without building a string. Swift's own count is the oracle.
+/// Deterministic draws below a bound (a 64-bit LCG, the high bits taken), so a failing case replays.
+struct Draws {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next(_ bound: Int) -> Int {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int((state >> 33) % UInt64(bound))
+    }
+}
+
 @Suite struct CharacterCountTests {
     private static func count(_ text: String) -> Int {
         var bytes = Array(text.utf8)
@@ -49,11 +60,8 @@ import Testing
                       "\u{3042}", "\u{3099}", "\u{416}", "\u{483}", "\u{5D0}", "\u{5B4}", "\u{627}", "\u{64B}", "\u{600}", "\u{915}", "\u{94D}",
                       "\u{93F}", "\u{200D}", "\u{FE0F}", "\u{1F44D}", "\u{1F3FD}", "\u{1F468}", "\u{A9}", "\u{1F1EB}", "\u{1F1F7}", "\u{0}", "\u{85}",
                       "lorem ipsum ", "ABCDEFGHIJKLMNOPQ", "0123456\r\n89"]
-        var state: UInt64 = 0x2545_F491_4F6C_DD1D
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var draws = Draws(seed: 0x2545_F491_4F6C_DD1D)
+        func next(_ bound: Int) -> Int { draws.next(bound) }
         var differing: [String] = []
         for _ in 0..<20_000 {
             let text = (0..<next(24)).map { _ in pieces[next(pieces.count)] }.joined()
@@ -82,11 +90,8 @@ import Testing
                                  "lorem ipsum ", "0123456\r\n89"]
 
     private static func texts(_ count: Int) -> [String] {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var draws = Draws(seed: 0x9E37_79B9_7F4A_7C15)
+        func next(_ bound: Int) -> Int { draws.next(bound) }
         return (0..<count).map { _ in (0..<next(16)).map { _ in pieces[next(pieces.count)] }.joined() }
     }
 
@@ -121,11 +126,8 @@ import Testing
 
     /// Bytes cut out of valid text at random, with bytes no UTF-8 has put in: judged as Swift's validation judges them.
     @Test func bytesThatAreNotUTF8AreRefusedAsSwiftRefusesThem() {
-        var state: UInt64 = 0x1234_5678_9ABC_DEF1
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var draws = Draws(seed: 0x1234_5678_9ABC_DEF1)
+        func next(_ bound: Int) -> Int { draws.next(bound) }
         let strays: [UInt8] = [0x80, 0xBF, 0xC0, 0xC1, 0xC3, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF]
         var differing: [[UInt8]] = []
         var refused = 0
@@ -154,11 +156,8 @@ import Testing
                                [0xE2, 0x82, 0xAC], [0xE0, 0xA0, 0x80], [0xF0, 0x9F, 0x98, 0x80], [0x0D, 0x0A]]
         let bad: [[UInt8]] = [[0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xC3], [0xC3, 0x41], [0xE2, 0x82],
                               [0xED, 0xA0, 0x80], [0xE0, 0x80, 0x80], [0xF8], [0xF0, 0x9F, 0x98]]
-        var state: UInt64 = 0x0DDB_A11C_0FFE_E123
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var draws = Draws(seed: 0x0DDB_A11C_0FFE_E123)
+        func next(_ bound: Int) -> Int { draws.next(bound) }
         var differing: [[UInt8]] = []
         var refused = 0
         for _ in 0..<40_000 {

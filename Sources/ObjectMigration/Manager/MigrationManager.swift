@@ -697,18 +697,19 @@ extension StoreCoordinator {
     }
 }
 
-/// Whether the objects keys name exist in a store, each looked up once: the keys found are kept
-/// (up to 100,000, then forgotten and found again), so a batch naming a few targets many times
-/// reads each once. A class: a copy of its set, made by any access that copies a value (a `lazy`
-/// property's getter and setter), would cost the whole set at every key found.
+/// Whether the objects keys name exist in a store (``PersistentStore/existingKeys(among:)``), each
+/// looked up once: the keys found are kept (up to 100,000, then forgotten and found again), so a
+/// batch naming a few targets many times reads each once. A class: a copy of its set, made by any
+/// access that copies a value (a `lazy` property's getter and setter), would cost the whole set at
+/// every key found.
 final class ExistingKeys {
     let store: any PersistentStore
     private var found: Set<ObjectKey> = []
 
     init(_ store: any PersistentStore) { self.store = store }
 
-    /// Keys found to exist in the store by a lookup made elsewhere
-    /// (``PersistentStore/existingKeys(among:)``), so that ``contains(_:)`` takes them without a read.
+    /// Keys found to exist in the store by a lookup made elsewhere, so that ``contains(_:)`` takes
+    /// them without one.
     func add(_ keys: Set<ObjectKey>) {
         if found.count + keys.count > 100_000 { found.removeAll(keepingCapacity: true) }
         found.formUnion(keys)
@@ -716,9 +717,8 @@ final class ExistingKeys {
 
     func contains(_ key: ObjectKey) throws -> Bool {
         if found.contains(key) { return true }
-        guard try store.record(for: key) != nil else { return false }
-        if found.count >= 100_000 { found.removeAll(keepingCapacity: true) }
-        found.insert(key)
-        return true
+        let existing = try store.existingKeys(among: [key])
+        add(existing)
+        return !existing.isEmpty
     }
 }
