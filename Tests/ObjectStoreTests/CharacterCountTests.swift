@@ -124,6 +124,15 @@ struct Draws {
         #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
     }
 
+    /// Whether Swift's validation takes `bytes`, and whether the UTF-8 check and the capped count
+    /// (which checks the rest) say the same.
+    static func judged(_ bytes: [UInt8]) -> (swift: Bool, agree: Bool) {
+        let swift = String(validating: bytes, as: UTF8.self) != nil
+        let ours = bytes.withUnsafeBufferPointer { ObjectValidator.isUTF8($0) }
+        let counted = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: 1) } != nil
+        return (swift, ours == swift && counted == swift)
+    }
+
     /// Bytes cut out of valid text at random, with bytes no UTF-8 has put in: judged as Swift's validation judges them.
     @Test func bytesThatAreNotUTF8AreRefusedAsSwiftRefusesThem() {
         var draws = Draws(seed: 0x1234_5678_9ABC_DEF1)
@@ -138,11 +147,9 @@ struct Draws {
             case 1: bytes.insert(strays[next(strays.count)], at: next(bytes.count + 1))
             default: break
             }
-            let swift = String(validating: bytes, as: UTF8.self) != nil
+            let (swift, agree) = Self.judged(bytes)
             if !swift { refused += 1 }
-            let ours = bytes.withUnsafeBufferPointer { ObjectValidator.isUTF8($0) }
-            let counted = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: 1) } != nil
-            if ours != swift || counted != swift { differing.append(bytes) }
+            if !agree { differing.append(bytes) }
         }
         #expect(refused > 500)
         #expect(differing.isEmpty, "\(differing.count): \(differing.prefix(5))")
@@ -165,11 +172,9 @@ struct Draws {
             for _ in 0..<next(12) { bytes += good[next(good.count)] }
             if next(2) == 0 { bytes.insert(contentsOf: bad[next(bad.count)], at: next(bytes.count + 1)) }
             for _ in 0..<next(4) { bytes += good[next(good.count)] }
-            let swift = String(validating: bytes, as: UTF8.self) != nil
+            let (swift, agree) = Self.judged(bytes)
             if !swift { refused += 1 }
-            let ours = bytes.withUnsafeBufferPointer { ObjectValidator.isUTF8($0) }
-            let counted = bytes.withUnsafeBufferPointer { ObjectValidator.characterCount(utf8: $0, upTo: 1) } != nil
-            if ours != swift || counted != swift { differing.append(bytes) }
+            if !agree { differing.append(bytes) }
         }
         #expect(refused > 10_000)
         #expect(differing.count == 0, "\(differing.count), the first: \(differing.prefix(3))")
