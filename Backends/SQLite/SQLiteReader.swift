@@ -57,6 +57,9 @@ final class SQLiteReader: @unchecked Sendable {
         let width: Int
         let attributes: [String: (index: Int, type: AttributeType)]
         let toOne: [String: (key: Int, entity: Int?)]
+        /// The to-one relationships whose rows' order keys in their inverse's ordered list the
+        /// table holds (``SQLiteSchema/inverseOrderColumn(of:in:)``), and where.
+        let inverseOrder: [String: Int]
     }
     private var insertPlans: [Int: InsertPlan] = [:]
 
@@ -82,8 +85,14 @@ final class SQLiteReader: @unchecked Sendable {
             }
             toOne[relationship] = (key, entity)
         }
+        var inverseOrder: [String: Int] = [:]
+        for relationship in description.layout.toOne {
+            guard let column = schema.inverseOrderColumn(of: relationship, in: mapping) else { continue }
+            inverseOrder[relationship.name] = columns.count
+            columns.append(column)
+        }
         let sql = "INSERT INTO \(quote(mapping.table)) (\(columns.map(quote).joined(separator: ", "))) VALUES (\(columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
-        let plan = InsertPlan(sql: sql, width: columns.count, attributes: attributes, toOne: toOne)
+        let plan = InsertPlan(sql: sql, width: columns.count, attributes: attributes, toOne: toOne, inverseOrder: inverseOrder)
         insertPlans[number] = plan
         return plan
     }
@@ -297,6 +306,9 @@ final class SQLiteReader: @unchecked Sendable {
     private struct SlotPlan {
         let attributes: [(column: Int32, type: AttributeType, name: String, external: Bool)]
         let toOne: [(key: Int32, entity: Int32?, destination: String)]
+        /// The to-one relationships whose rows' order keys in their inverse's ordered list the
+        /// table holds (``SQLiteSchema/inverseOrderColumn(of:in:)``), and where.
+        let inverseOrder: [(name: String, column: Int32)]
     }
     private var slotPlans: [Int: SlotPlan] = [:]
 
@@ -308,12 +320,16 @@ final class SQLiteReader: @unchecked Sendable {
             toOne: layout.toOne.map { relationship in
                 let columns = entity.toOne[relationship.name]!
                 return (index[columns.key]!, columns.entity.map { index[$0]! }, relationship.destination)
+            },
+            inverseOrder: layout.toOne.compactMap { relationship in
+                schema.inverseOrderColumn(of: relationship, in: entity).map { (relationship.name, index[$0]!) }
             })
         slotPlans[entity.number] = plan
         return plan
     }
 
-    /// ``scan(entity:after:limit:)`` read straight into slots.
+    /// ``scan(entity:after:limit:)`` read straight into slots, with the rows' order keys in the
+    /// ordered lists their to-ones' targets hold them in (``RecordBatch/inverseOrderKeys``).
     func scanBatch(entity name: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
         let entity = try self.entity(name)
         let description = model.entity(named: name)!
@@ -321,9 +337,20 @@ final class SQLiteReader: @unchecked Sendable {
         let select = select(table: entity.table, kinds: [entity.number], condition: "t.Z_PK > ?1",
                             arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
         var batch = RecordBatch(entity: description, capacity: limit)
+        // A column's keys are given only when each is an integer or NULL: another value (a real, a
+        // text) sorts as itself, not as the integer it reads as.
+        var orderKeys: [[Int64?]?] = plan.inverseOrder.map { _ in [] }
         try connection.statement(select.sql).forEachRow(select.arguments) { row in
             try append(row, to: &batch, plan, table: entity.table)
+            for (i, order) in plan.inverseOrder.enumerated() where orderKeys[i] != nil {
+                switch row.column(order.column) {
+                case .integer(let key): orderKeys[i]!.append(key)
+                case .null: orderKeys[i]!.append(nil)
+                default: orderKeys[i] = nil
+                }
+            }
         }
+        for (i, order) in plan.inverseOrder.enumerated() { if let keys = orderKeys[i] { batch.setInverseOrderKeys(order.name, keys) } }
         return batch
     }
 

@@ -59,6 +59,14 @@ struct SQLiteSchema {
         !textDecimals.isEmpty && textDecimals.contains("\(entity).\(attribute)")
     }
 
+    /// The column of `entity`'s table that holds each row's order key in the ordered to-many
+    /// that is the inverse of its to-one `relationship` (Core Data's `Z_FOK_`), if there is one.
+    func inverseOrderColumn(of relationship: Relationship, in entity: Entity) -> String? {
+        guard !relationship.isToMany, let inverse = relationship.inverse, let target = entities[relationship.destination],
+              case .inverseForeignKey(let table, _, _, let order?)? = target.toMany[inverse], table == entity.table else { return nil }
+        return order
+    }
+
     static func sqlType(_ type: AttributeType) -> String {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: "INTEGER"

@@ -494,5 +494,9 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 }
 
-/// A to-many whose inverse is a to-one is that to-one's foreign key (Core Data's layout).
-extension SQLiteStore: ForeignKeyRelationships {}
+/// A to-many whose inverse is a to-one is that to-one's foreign key (Core Data's layout), and an
+/// ordered one's order keys are in the members' rows (`Z_FOK_` columns): a batch's are written
+/// with its rows.
+extension SQLiteStore: ForeignKeyRelationships {
+    public var writesInverseOrderKeys: Bool { true }
+}

@@ -55,10 +55,36 @@ enum SQLiteValues {
     /// decimal. Any other decimal (more digits than a double holds) is its text as a blob: the
     /// column's NUMERIC affinity would turn text into a rounded double, and leaves blobs alone.
     private static func decimal(_ v: Decimal) -> SQLValue {
-        if let integer = Int64(exactly: v as NSDecimalNumber), Decimal(integer) == v { return .integer(integer) }
-        if let double = Double(v.description), ValueText.decimal(double) == v { return .real(double) }
-        return .blob(Data(v.description.utf8))
+        if let number = smallNumber(v) { return number }
+        let text = v.description
+        if let integer = Int64(text) { return .integer(integer) }
+        if let double = Double(text), ValueText.decimal(double) == v { return .real(double) }
+        return .blob(Data(text.utf8))
     }
+
+    /// ``decimal(_:)`` of a decimal of at most 15 significant digits and a small exponent, from
+    /// its digits, without its text (which costs about 1.4 µs): an integer when it is one that
+    /// fits; else the double of the digits divided by a power of ten (both exact, the quotient
+    /// rounded once, as the text would be), whose shortest text reads back as the same decimal
+    /// (two numbers of 15 digits are further apart than a double's rounding). Nil for any other.
+    private static func smallNumber(_ v: Decimal) -> SQLValue? {
+        guard !v.isNaN, !v.isZero else { return nil }
+        let significand = (v.significand as NSDecimalNumber).uint64Value
+        guard significand > 0, significand < 1 << 53, Decimal(significand) == v.significand else { return nil }
+        var (digits, exponent) = (significand, v.exponent)
+        while digits % 10 == 0 { digits /= 10; exponent += 1 }
+        let sign: Int64 = v.sign == .minus ? -1 : 1
+        if exponent >= 0 {
+            guard exponent <= 18 else { return nil }
+            let (integer, overflow) = Int64(digits).multipliedReportingOverflow(by: powersOfTen[exponent])
+            return overflow ? nil : .integer(sign * integer)
+        }
+        guard digits < 1_000_000_000_000_000, exponent >= -18 else { return nil }
+        return .real(Double(sign) * (Double(digits) / Double(powersOfTen[-exponent])))
+    }
+
+    /// 10⁰ through 10¹⁸ (each exact as a double too).
+    private static let powersOfTen: [Int64] = (0...18).map { (0..<$0).reduce(Int64(1)) { r, _ in r * 10 } }
 
     /// What ``real(_:)`` wrote as a blob.
     private static func real(_ blob: Data) -> Double? {

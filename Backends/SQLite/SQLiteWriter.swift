@@ -272,6 +272,8 @@ struct SQLiteWriter {
         // kept as text); the others convert alone, without the attribute's description per row.
         let special = layout.attributes.map { $0.allowsExternalBinaryDataStorage || $0.type == .decimal }
         let links = layout.toOne.map { plan.toOne[$0.name]! }
+        // The order keys the batch carries, where the table keeps them; the others stay NULL.
+        let orders = plan.inverseOrder.compactMap { name, place in batch.inverseOrderKeys[name].map { (place, $0) } }
         let statement = try connection.statement(plan.sql)
         var values = [SQLValue](repeating: .null, count: plan.width)
         var last: Int64 = 0
@@ -292,6 +294,7 @@ struct SQLiteWriter {
                     values[entity] = target.flatMap { schema.entities[$0.entity] }.map { .integer(Int64($0.number)) } ?? .null
                 }
             }
+            for (place, keys) in orders { values[place] = keys[row].map { .integer($0) } ?? .null }
             try run(statement, values, inserting: batch.key(at: row), root: description.rootName)
         }
         if last > 0 { try moveKeyCounter(schema.entities[description.rootName]!.number, past: last) }

@@ -120,6 +120,46 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("decimals of every size, exponent and sign are stored as their text says: an integer, else a double whose shortest text is the same decimal, else the text")
+    func generatedDecimals() throws {
+        // Up to 22 digits, exponents from -30 to 30, and their neighbours in ten thousandths.
+        var random = SeededGenerator(state: 23)
+        var texts: [String] = []
+        for _ in 0..<3_000 {
+            let digits = String((0..<Int.random(in: 1...22, using: &random)).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
+            let sign = Bool.random(using: &random) ? "-" : ""
+            texts.append(Bool.random(using: &random) ? "\(sign)\(digits)e\(Int.random(in: -30...30, using: &random))"
+                                                     : "\(sign)\(Int.random(in: 0...99_999, using: &random)).\(String(format: "%04d", Int.random(in: 0...9_999, using: &random)))")
+        }
+        let posix = Locale(identifier: "en_US_POSIX")
+        let decimals = texts.map { Decimal(string: $0, locale: posix)! }
+        let folder = try Folder()
+        let url = folder.file("decimals.sqlite")
+        let store = try makeStore(url)
+        let keys = try store.allocatePrimaryKeys(entity: "Item", count: decimals.count).map { ObjectKey("Item", $0) }
+        try store.save(ChangeSet(inserted: zip(keys, decimals).map { ObjectRecord(key: $0, attributes: ["decimal": .decimal($1)]) }))
+        try store.close()
+        let db = try RawDatabase(url)
+        defer { db.close() }
+        let rows = try db.strings("SELECT typeof(ZDECIMAL), printf('%!.17g', ZDECIMAL), CAST(ZDECIMAL AS TEXT) FROM ZITEM ORDER BY Z_PK")
+        #expect(rows.count == decimals.count)
+        for (row, (text, decimal)) in zip(rows, zip(texts, decimals)) {
+            // The rule, from the text alone.
+            let integer = Int64(decimal.description)
+            let double = Double(decimal.description).flatMap { Decimal(string: String($0), locale: posix) == decimal ? $0 : nil }
+            if let integer {
+                #expect(row[0] == "integer" && row[2] == String(integer), "\(text): \(row)")
+            } else if let double {
+                #expect(row[0] == "real" && Double(row[1]) == double, "\(text): \(row)")
+            } else {
+                #expect(row[0] == "blob" && Decimal(string: row[2], locale: posix) == decimal, "\(text): \(row)")
+            }
+        }
+        let reopened = try makeStore(url)
+        defer { try? reopened.close() }
+        for (key, decimal) in zip(keys, decimals) { #expect(try reopened.record(for: key)?.attributes["decimal"] == .decimal(decimal)) }
+    }
+
     @Test("values are stored as the spec says; Z_OPT and Z_MAX are kept")
     func storedValues() throws {
         let folder = try Folder()

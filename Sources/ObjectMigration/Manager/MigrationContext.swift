@@ -17,6 +17,11 @@ public final class MigrationContext {
     let batchSize: Int
     /// The source objects found to exist, for a whole-row conversion's required to-ones.
     lazy var sourceKeys = ExistingKeys(sourceStore)
+    /// Per mapping, its destination to-one relationships whose order keys in their inverse's
+    /// ordered list phase 1 wrote with every object (``RecordBatch/inverseOrderKeys``: the source
+    /// read them with its rows, and the destination writes them,
+    /// ``ForeignKeyRelationships/writesInverseOrderKeys``). Phase 2 then leaves such a list out.
+    var inverseOrderKeysWritten: [String: Set<String>] = [:]
 
     /// Mappings whose destination objects keep their source object's primary key.
     private var keepingKeys: Set<String> = []
@@ -126,7 +131,8 @@ public final class MigrationContext {
     /// - a to-one written in phase 1 is left out;
     /// - where the destination reads a to-many whose inverse is a to-one from that to-one
     ///   (`foreignKeys`: ``ForeignKeyRelationships``), such a to-many is left out when every mapping
-    ///   of the other side wrote the to-one in phase 1; and of an unordered many-to-many whose other
+    ///   of the other side wrote the to-one in phase 1 (and, of an ordered one, each member's order
+    ///   key: ``inverseOrderKeysWritten``); and of an unordered many-to-many whose other
     ///   side every mapping there writes from the source's inverse, the side with more objects (the
     ///   shorter lists) is left out: the side written has the fewest owners, and the store completes
     ///   the other (when its two sides are one table: `sharedManyToMany`);
@@ -184,12 +190,14 @@ public final class MigrationContext {
                 }
                 // The store writes this side from the other's foreign key or completes it: inverses are completed.
                 bothSides = false
-                guard relationship.isToMany, !relationship.isOrdered else { continue }
+                guard relationship.isToMany else { continue }
                 if !inverse.isToMany {
-                    if inPhaseOne { left.insert(name) }
+                    // An ordered list's order keys are in its members' rows too: written with them, or not yet.
+                    let ordered = !relationship.isOrdered || others.allSatisfy { inverseOrderKeysWritten[$0.name]?.contains(inverseName) == true }
+                    if inPhaseOne && ordered { left.insert(name) }
                     continue
                 }
-                guard !inverse.isOrdered, inPhaseTwo else { continue }
+                guard !relationship.isOrdered, !inverse.isOrdered, inPhaseTwo else { continue }
                 let mine = declaring(destination, name), theirs = declaring(target, inverseName)
                 guard (mine, name) != (theirs, inverseName) else { continue }   // a relationship that is its own inverse
                 let (here, there) = (try objects(mine), try objects(theirs))

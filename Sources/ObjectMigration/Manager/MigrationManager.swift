@@ -315,6 +315,9 @@ public final class MigrationManager: Sendable {
         // read at a time: on this thread they would wait for the next batch's read).
         let required = wholeRows ? program.destination.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }.map(\.name) : []
         let firstGroup = Atomic<Int>(group.size)
+        // The order keys written with the rows, so far: those every batch made carries.
+        let writesOrderKeys = !wholeRows && (context.destinationStore as? any ForeignKeyRelationships)?.writesInverseOrderKeys == true
+        context.inverseOrderKeysWritten[m.name] = writesOrderKeys ? Set(program.toOneNames.map(\.destination)) : []
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)
             let named = required.compactMap(batch.layout.toOneSlot).flatMap { slot in (0..<batch.count).compactMap { batch[$0, toOne: slot] } }
@@ -341,6 +344,7 @@ public final class MigrationManager: Sendable {
             } else {
                 // Unchecked, as the record path's: to-one targets keep their keys and are written by their own mappings.
                 try step(m, .createObjects, nil) { try context.destinationStore.bulkInsert(made, checkingReferences: false) }
+                context.inverseOrderKeysWritten[m.name]!.formIntersection(made.inverseOrderKeys.keys)
             }
         }
         return failures

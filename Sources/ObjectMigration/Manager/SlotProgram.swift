@@ -33,6 +33,8 @@ struct SlotProgram {
     private let attributes: [Source]
     /// Destination to-one slot, source to-one slot.
     private let toOne: [(destination: Int, source: Int)]
+    /// The destination to-one relationships copied as they are, with the source's names.
+    let toOneNames: [(destination: String, source: String)]
     private let needsRecord: Bool
     /// Per destination slot: its type, and the value a copied nil becomes (the default of a
     /// required attribute). Read per row without copying the attribute's description.
@@ -80,6 +82,7 @@ struct SlotProgram {
         self.destination = destination
         self.attributes = attributes
         self.toOne = toOne
+        toOneNames = toOne.map { (layout.toOne[$0.0].name, source.layout.toOne[$0.1].name) }
         types = layout.attributes.map(\.type)
         nilBecomes = layout.attributes.map { $0.isOptional ? nil : $0.defaultValue }
         checked = layout.attributes.enumerated().filter { !$0.element.isOptional || $0.element.validation != ValidationRules() }
@@ -139,6 +142,9 @@ struct SlotProgram {
                 out[r, toOne: link.destination] = ObjectKey(into, target.primaryKey)
             }
         }
+        // Each row's order key in its to-one target's ordered list, as the source read it: one
+        // destination row per source row, and the target keeps its key.
+        for (to, from) in toOneNames { if let keys = batch.inverseOrderKeys[from] { out.setInverseOrderKeys(to, keys) } }
         return out
     }
 

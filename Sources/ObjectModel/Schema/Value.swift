@@ -239,7 +239,45 @@ public enum ValueText {
     /// expansion `19.98999999999999488` that `Decimal(Double)` gives), or nil when not finite.
     public static func decimal(_ v: Double) -> Decimal? {
         guard v.isFinite else { return nil }
-        return decimal(String(v))
+        let text = String(v)
+        return smallDecimal(text) ?? decimal(text)
+    }
+
+    /// The decimal a double's text names (`-12.5`, `1e-05`, `1.5e+20`: what `String(Double)`
+    /// writes), built from its digits when it has at most 18 significant digits, is not zero and
+    /// its exponent is well inside a `Decimal`'s: the very value ``decimal(_:)-(String)`` parses
+    /// (`Decimal(string:)` costs about 0.5 µs); nil for any other text.
+    private static func smallDecimal(_ text: String) -> Decimal? {
+        var utf8 = text.utf8.makeIterator()
+        var byte = utf8.next()
+        let negative = byte == UInt8(ascii: "-")
+        if negative { byte = utf8.next() }
+        var significand: UInt64 = 0, digits = 0, fraction = 0, point = false
+        while let b = byte, b == UInt8(ascii: ".") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) {
+            if b == UInt8(ascii: ".") {
+                point = true
+            } else {
+                if significand > 0 || b != UInt8(ascii: "0") { digits += 1 }
+                guard digits <= 18 else { return nil }
+                significand = significand * 10 + UInt64(b - UInt8(ascii: "0"))
+                if point { fraction += 1 }
+            }
+            byte = utf8.next()
+        }
+        var exponent = 0
+        if byte == UInt8(ascii: "e") {
+            byte = utf8.next()
+            let negativeExponent = byte == UInt8(ascii: "-")
+            if byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") { byte = utf8.next() }
+            while let b = byte {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b), exponent < 1_000 else { return nil }
+                exponent = exponent * 10 + Int(b - UInt8(ascii: "0"))
+                byte = utf8.next()
+            }
+            if negativeExponent { exponent = -exponent }
+        }
+        guard byte == nil, significand > 0, (-100...100).contains(exponent - fraction) else { return nil }
+        return Decimal(sign: negative ? .minus : .plus, exponent: exponent - fraction, significand: Decimal(significand))
     }
 
     /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.

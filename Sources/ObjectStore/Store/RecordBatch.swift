@@ -29,6 +29,15 @@ public struct RecordBatch: Sendable {
     /// (``WholeRowInserting``), so each object is written once, whole. A batch with lists is
     /// inserted as the records ``records`` gives (their ``ObjectRecord/toMany``) are.
     public private(set) var toMany: [String: [OrderedMembers]] = [:]
+    /// Each row's order key in the ordered list its to-one's target holds it in, by to-one
+    /// relationship name (the to-one's inverse is an ordered to-many): what a store that keeps a
+    /// member's order key in the member's own row (SQLite's `Z_FOK_` columns, as Core Data's) reads
+    /// with the row. Nil for a row that has none. None unless given with
+    /// ``setInverseOrderKeys(_:_:)``: a store that reads them with its rows gives them, and a
+    /// store that writes them with its rows (``ForeignKeyRelationships/writesInverseOrderKeys``)
+    /// writes them as given, so that a conversion need not write the ordered list again from its
+    /// owner's side. Other stores ignore them: the owner's list says the order.
+    public private(set) var inverseOrderKeys: [String: [Int64?]] = [:]
 
     /// An empty batch of `entity`'s objects; `capacity` is a hint (room for at most 4,096
     /// rows is reserved, so a scan's limit can be passed as it is).
@@ -56,6 +65,7 @@ public struct RecordBatch: Sendable {
         values.append(contentsOf: repeatElement(nil, count: layout.attributes.count))
         toOne.append(contentsOf: repeatElement(nil, count: layout.toOne.count))
         for name in toMany.keys { toMany[name]!.append(OrderedMembers([])) }
+        for name in inverseOrderKeys.keys { inverseOrderKeys[name]!.append(nil) }
         return primaryKeys.count - 1
     }
 
@@ -64,6 +74,13 @@ public struct RecordBatch: Sendable {
     public mutating func setToMany(_ name: String, _ lists: [OrderedMembers]) {
         precondition(lists.count == count, "one list per row")
         toMany[name] = lists
+    }
+
+    /// Gives every row its order key in the ordered list of the target its to-one relationship
+    /// `name` names: `keys[r]` for row `r` (``inverseOrderKeys``).
+    public mutating func setInverseOrderKeys(_ name: String, _ keys: [Int64?]) {
+        precondition(keys.count == count, "one order key per row")
+        inverseOrderKeys[name] = keys
     }
 
     /// Adds `count` objects (primary key 0, version 1, no values) and lets `body` fill them in
@@ -82,6 +99,7 @@ public struct RecordBatch: Sendable {
         values.append(contentsOf: repeatElement(nil, count: count * width))
         toOne.append(contentsOf: repeatElement(nil, count: count * links))
         for name in toMany.keys { toMany[name]!.append(contentsOf: repeatElement(OrderedMembers([]), count: count)) }
+        for name in inverseOrderKeys.keys { inverseOrderKeys[name]!.append(contentsOf: repeatElement(nil, count: count)) }
         try primaryKeys.withUnsafeMutableBufferPointer { keys in
             try versions.withUnsafeMutableBufferPointer { versions in
                 try values.withUnsafeMutableBufferPointer { values in
@@ -123,6 +141,7 @@ public struct RecordBatch: Sendable {
         part.values = Array(values[(range.lowerBound * width)..<(range.upperBound * width)])
         part.toOne = Array(toOne[(range.lowerBound * links)..<(range.upperBound * links)])
         part.toMany = toMany.mapValues { Array($0[range]) }
+        part.inverseOrderKeys = inverseOrderKeys.mapValues { Array($0[range]) }
         return part
     }
 
@@ -217,6 +236,9 @@ public struct RecordBatch: Sendable {
                 }
                 lastFitting[slot] = target.entity
             }
+        }
+        for name in inverseOrderKeys.keys where layout.toOneSlot(name) == nil {
+            throw StoreError(.invalidChange, "\(entity.name) has no stored to-one relationship named \(name) (order keys given for it)")
         }
         for (name, lists) in toMany {
             guard let relationship = entity.storedRelationships.first(where: { $0.name == name }), relationship.isToMany else {

@@ -52,10 +52,17 @@ public protocol ForeignKeyRelationships: PersistentStore {
     /// side has a table of its own (PostgreSQL): each side is written from the source, without
     /// completing the other. True by default.
     var sharesManyToManyTables: Bool { get }
+
+    /// Whether the store writes the order keys a batch carries for its rows
+    /// (``RecordBatch/inverseOrderKeys``) with the rows, as they are given (SQLite, into its
+    /// `Z_FOK_` columns): a migration whose batches carry every member's order key then writes an
+    /// ordered to-many whose inverse is a to-one with the members alone. False by default.
+    var writesInverseOrderKeys: Bool { get }
 }
 
 extension ForeignKeyRelationships {
     public var sharesManyToManyTables: Bool { true }
+    public var writesInverseOrderKeys: Bool { false }
 }
 
 /// A store that writes the to-many lists a batch carries (``RecordBatch/toMany``) with the rows
