@@ -16,7 +16,7 @@ enum PostgreSQLValues {
         case .boolean(let v): return .text(v ? "true" : "false")
         case .double(let v): return double(v)
         case .date(let v): return double(v.timeIntervalSinceReferenceDate)
-        case .decimal(let v): return .text(v.isNaN ? "NaN" : v.description)
+        case .decimal(let v): return .text(ValueText.text(v))
         case .string(let v): return .text(escape(v))
         case .uri(let v): return .text(escape(v.absoluteString))
         case .data(let v): return .bytes(v)
@@ -32,7 +32,7 @@ enum PostgreSQLValues {
         case .boolean(let v): return v ? "t" : "f"
         case .double(let v): return doubleText(v)
         case .date(let v): return doubleText(v.timeIntervalSinceReferenceDate)
-        case .decimal(let v): return v.isNaN ? "NaN" : v.description
+        case .decimal(let v): return ValueText.text(v)
         case .string(let v): return escape(v)
         case .uri(let v): return escape(v.absoluteString)
         case .uuid(let v): return v.uuidString

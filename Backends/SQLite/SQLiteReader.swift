@@ -14,6 +14,13 @@ final class SQLiteReader: @unchecked Sendable {
     let model: ManagedObjectModel
     /// Where the values of attributes with external storage are, and how their columns hold them.
     let external: SQLiteExternalData
+    /// Whether the connection stays in one read transaction (a snapshot's): what a read found
+    /// then holds for as long as the reader does.
+    var readsOneMoment = false
+    /// The tables every row of which names its table's only concrete entity (``rowsNoReadSees(limit:)``
+    /// found none that does not, at the moment this reader reads): their rows' entity is known
+    /// without reading their `Z_ENT`. Kept only by a reader that reads one moment.
+    private var tablesOfOneEntity: [String: Int] = [:]
     /// The SELECT list of each table: its columns, in schema order.
     private var selectLists: [String: (sql: String, index: [String: Int32])] = [:]
 
@@ -274,7 +281,9 @@ final class SQLiteReader: @unchecked Sendable {
                 let sql: String
                 switch storage {
                 case .inverseForeignKey(let table, let column, _, let order), .hiddenForeignKey(let table, let column, let order):
-                    sql = "SELECT \(quote(column)), Z_PK, Z_ENT, \(order.map(quote) ?? "NULL") FROM \(quote(table)) WHERE \(quote(column)) IN (\(list)) "
+                    // A table of one entity's rows answers from the column's index alone, unless the order is asked for.
+                    let entity = tablesOfOneEntity[table].map(String.init) ?? "Z_ENT"
+                    sql = "SELECT \(quote(column)), Z_PK, \(entity), \(order.map(quote) ?? "NULL") FROM \(quote(table)) WHERE \(quote(column)) IN (\(list)) "
                         + "ORDER BY \(quote(column)), \(order.map { "\(quote($0)) IS NULL, \(quote($0)), " } ?? "")Z_PK"
                 case .join(let table, let own, let other, let order, _, let otherTable):
                     sql = "SELECT j.\(quote(own)), j.\(quote(other)), t.Z_ENT, \(order.map { "j.\(quote($0))" } ?? "NULL") FROM \(quote(table)) j "
@@ -515,8 +524,10 @@ extension SQLiteReader {
             // quarter of a scan of the rows): the entity numbers the index holds, which fetches by
             // entity read. A row whose number in the table disagrees with its index entry is damage
             // that `validate --deep` (SQLite's integrity_check) reports.
-            found += try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_ENT, Z_PK\(bound)")
+            let strays = try connection.statement("SELECT Z_PK, Z_ENT FROM \(quote(table.name)) WHERE Z_ENT NOT IN (\(numbers)) OR Z_ENT IS NULL ORDER BY Z_ENT, Z_PK\(bound)")
                 .rows { "\(table.name) row \($0.int64(0)) has Z_ENT \($0.int64(1)), which is no concrete entity of this table: no fetch sees it" }
+            if readsOneMoment, strays.isEmpty, concrete.count == 1 { tablesOfOneEntity[table.name] = concrete[0].number }
+            found += strays
             found += try connection.statement("SELECT Z_PK FROM \(quote(table.name)) WHERE Z_PK <= 0 ORDER BY Z_PK\(bound)")
                 .rows { "\(table.name) row \($0.int64(0)) has a primary key below 1" }
             if let limit, found.count >= limit { return Array(found.prefix(limit)) }

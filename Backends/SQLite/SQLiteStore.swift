@@ -146,7 +146,9 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
             throw error
         }
         pooling = false
-        state = Mutex(State(reader: SQLiteReader(connection: connection, schema: schema, model: model, external: external)))
+        let reader = SQLiteReader(connection: connection, schema: schema, model: model, external: external)
+        reader.readsOneMoment = true
+        state = Mutex(State(reader: reader))
     }
 
     public func snapshot() throws -> any PersistentStore {

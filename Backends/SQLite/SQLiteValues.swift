@@ -9,7 +9,7 @@ enum SQLiteValues {
     static func sql(_ value: Value?, textDecimal: Bool = false) -> SQLValue {
         guard let value else { return .null }
         switch value {
-        case .decimal(let v) where textDecimal: return .text(v.description)
+        case .decimal(let v) where textDecimal: return .text(ValueText.text(v))
         case .integer(let v): return .integer(v)
         case .boolean(let v): return .integer(v ? 1 : 0)
         case .double(let v): return real(v)
@@ -56,7 +56,7 @@ enum SQLiteValues {
     /// column's NUMERIC affinity would turn text into a rounded double, and leaves blobs alone.
     private static func decimal(_ v: Decimal) -> SQLValue {
         if let number = smallNumber(v) { return number }
-        let text = v.description
+        let text = ValueText.text(v)
         if let integer = Int64(text) { return .integer(integer) }
         if let double = Double(text), ValueText.decimal(double) == v { return .real(double) }
         return .blob(Data(text.utf8))

@@ -50,7 +50,7 @@ public struct BinaryWriter {
         switch value {
         case .integer(let v): buffer.append(1); signed(v)
         case .double(let v): buffer.append(2); fixed(v.bitPattern)
-        case .decimal(let v): buffer.append(3); string(v.description)
+        case .decimal(let v): buffer.append(3); string(ValueText.text(v))
         case .string(let v): buffer.append(4); string(v)
         case .boolean(let v): buffer.append(v ? 6 : 5)
         case .date(let v): buffer.append(7); fixed(v.timeIntervalSinceReferenceDate.bitPattern)
