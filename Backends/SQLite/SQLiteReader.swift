@@ -21,6 +21,8 @@ final class SQLiteReader: @unchecked Sendable {
     /// found none that does not, at the moment this reader reads): their rows' entity is known
     /// without reading their `Z_ENT`. Kept only by a reader that reads one moment.
     private var tablesOfOneEntity: [String: Int] = [:]
+    /// Counts of every object of an entity, by their SQL, read once by a reader that reads one moment.
+    private var counts: [String: Int] = [:]
     /// The SELECT list of each table: its columns, in schema order.
     private var selectLists: [String: (sql: String, index: [String: Int32])] = [:]
 
@@ -486,7 +488,18 @@ final class SQLiteReader: @unchecked Sendable {
         }
         var sql = "SELECT COUNT(*) FROM \(quote(entity.table)) t WHERE t.Z_ENT IN (\(kinds.map(String.init).joined(separator: ",")))"
         if let condition = plan.sql { sql += " AND (\(condition))" }
-        let total = Int(try connection.statement(sql).rows(plan.arguments) { $0.int64(0) }.first ?? 0)
+        let total: Int
+        if plan.sql == nil, readsOneMoment {
+            // Every object of a table of one entity: the rows, which SQLite counts from its smallest
+            // index; and, at one moment, counted once.
+            if let only = tablesOfOneEntity[entity.table], kinds == [only] { sql = "SELECT COUNT(*) FROM \(quote(entity.table))" }
+            if let known = counts[sql] { total = known } else {
+                total = Int(try connection.statement(sql).rows { $0.int64(0) }.first ?? 0)
+                counts[sql] = total
+            }
+        } else {
+            total = Int(try connection.statement(sql).rows(plan.arguments) { $0.int64(0) }.first ?? 0)
+        }
         return min(max(0, total - max(0, request.fetchOffset)), request.fetchLimit ?? Int.max)
     }
 }

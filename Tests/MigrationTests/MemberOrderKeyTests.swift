@@ -55,10 +55,11 @@ struct MemberOrderKeyTests {
                 == [["Two", "integer", "2"], ["One", "integer", "3"], ["Three", "integer", "4"]])
     }
 
-    /// Every to-many list of every object, as `store` reads them.
+    /// How many objects of each entity, and every to-many list of every object, as `store` reads them.
     private func lists(_ store: any PersistentStore) throws -> [String] {
         var lines: [String] = []
         for entity in StoreConformance.model.entityDescriptions where !entity.isAbstract {
+            lines.append("\(entity.name): \(try store.objectCount(exactly: entity.name)) objects, \(try store.objectCount(exactly: entity.name)) again")
             let keys = try store.fetch(FetchRequest(entity: entity.name)).map(\.key).filter { $0.entity == entity.name }
             for relationship in entity.storedRelationships where relationship.isToMany {
                 for (key, members) in zip(keys, try store.orderedMembers(of: keys, relationship: relationship.name)) {
@@ -69,7 +70,7 @@ struct MemberOrderKeyTests {
         return lines
     }
 
-    @Test("a snapshot that found every row of a table to be of its one entity reads that table's lists without the rows' Z_ENT, and reads the same lists; a table with a stray row is read as before",
+    @Test("a snapshot that found every row of a table to be of its one entity reads that table's lists and counts without the rows' Z_ENT, and reads the same; a table with a stray row is read as before",
           arguments: [false, true])
     func listsOfOneEntityTables(stray: Bool) throws {
         let workspace = try Workspace()
