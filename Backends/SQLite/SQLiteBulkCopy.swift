@@ -75,11 +75,23 @@ extension SQLiteStore: BulkCopying {
                   let condition = Self.ruleCondition(description, mapping: mapping, schema: schema) else { return nil }
             return (mapping.table, mapping.number, entity, condition)
         }
-        let queries = Dictionary(grouping: judged, by: \.table).sorted { $0.key < $1.key }.map { table, held in
+        // Each table in parts of 50,000 keys, the largest tables first (keys times columns): the
+        // copy's thread, once done, takes the parts left from the last (``SourceNarrowing/help(on:)``).
+        // The last keys are read before the copy's moment: the first and last parts are open-ended.
+        let lastKeys = try withReader { reader in
+            try Dictionary(uniqueKeysWithValues: Set(judged.map(\.table)).map { table in
+                (table, try reader.connection.statement("SELECT coalesce(max(Z_PK), 0) FROM \(Self.attached).\(quote(table))").rows { $0.int64(0) }.first ?? 0)
+            })
+        }
+        func size(_ table: String) -> Int { Int(lastKeys[table]!) * (schema.tables[table]?.columns.count ?? 1) }
+        let part: Int64 = 50_000
+        let queries = Dictionary(grouping: judged, by: \.table).sorted { (size($0.key), $1.key) > (size($1.key), $0.key) }.flatMap { table, held in
             let conditions = held.map { "(+t.Z_ENT = \($0.number) AND (\($0.condition)))" }.joined(separator: " OR ")
-            return SourceNarrowing.Query(entities: Dictionary(uniqueKeysWithValues: held.map { (Int64($0.number), $0.entity) }),
-                                         sql: "SELECT t.Z_ENT, t.Z_PK FROM \(quote(table)) t WHERE \(conditions) ORDER BY t.Z_PK "
-                                            + "LIMIT \(SourceNarrowing.most * held.count + 1)")
+            let entities = Dictionary(uniqueKeysWithValues: held.map { (Int64($0.number), $0.entity) })
+            let sql = "SELECT t.Z_ENT, t.Z_PK FROM \(quote(table)) t WHERE t.Z_PK > ?1 AND t.Z_PK <= ?2 AND (\(conditions)) ORDER BY t.Z_PK "
+                + "LIMIT \(SourceNarrowing.most * held.count + 1)"
+            let bounds = Array(stride(from: part, to: lastKeys[table]!, by: Int(part)))
+            return zip([Int64.min] + bounds, bounds + [Int64.max]).map { SourceNarrowing.Query(entities: entities, sql: sql, keys: $0...$1) }
         }
         // The narrowing's connection is opened first; the lock is held only from just before its
         // read begins until the copy's has (two reads of the schema's first page).
@@ -160,8 +172,12 @@ extension SQLiteStore: BulkCopying {
             }
             return counts
         }
-        // While the narrowing goes on, the copy goes to disk.
-        if narrowed && whole { try writeBackEarly() }
+        if narrowed && whole {
+            // The copy holds the very rows the narrowing reads: this thread narrows the tables the
+            // other has not begun, in the copy; then, while the other ends, the copy goes to disk.
+            try withReader { reader in beside?.help(on: reader.connection) }
+            try writeBackEarly()
+        }
         let found = narrowed && whole ? beside?.finish() ?? [:] : [:]
         if !queries.isEmpty {
             logger.debug("rule narrowing beside the copy: \(found.count) of \(judged.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
@@ -187,15 +203,25 @@ extension SQLiteStore: BulkCopying {
 
 /// The rule narrowing of a bulk copy's source on a thread of its own (``SQLiteStore/copyObjects(of:from:narrowing:)``):
 /// a read-only connection, opened at once, that begins one read transaction when told to
-/// (``begin()``), then runs one query per table and keeps the keys it finds by entity.
+/// (``begin()``), then runs one query per table, in the order given, and keeps the keys it finds
+/// by entity; the copy's thread, once its copy is whole, runs those left from the last
+/// (``help(on:)``).
 private final class SourceNarrowing: Sendable {
     /// The most keys kept for one entity: beyond, the entity is left to the caller's paged narrowing.
     static let most = 10_000
 
-    /// A table's query: its rows' entity numbers and keys, in key order, for the entities it names.
+    /// A query of part of a table: its rows' entity numbers and keys, in key order, for the
+    /// entities it names, of the keys after the range's first and up to its last (`?1`, `?2`).
     struct Query: Sendable {
         let entities: [Int64: String]
         let sql: String
+        let keys: ClosedRange<Int64>
+    }
+
+    /// What the queries found: keys by entity, and the entities past the most kept.
+    private struct Found {
+        var keys: [String: [Int64]]
+        var tooMany: Set<String> = []
     }
 
     private let ready = DispatchSemaphore(value: 0)
@@ -204,10 +230,14 @@ private final class SourceNarrowing: Sendable {
     private let done = DispatchSemaphore(value: 0)
     /// Whether the connection opened; whether to read (told once); whether the read began.
     private let state = Mutex<(opened: Bool, told: Bool, proceed: Bool, reading: Bool, joined: Bool)>((false, false, false, false, false))
-    /// The keys found by entity; nil after an error.
-    private let found = Mutex<[String: [Int64]]?>([:])
+    /// What the queries found; nil after an error.
+    private let found: Mutex<Found?>
+    /// The queries no thread has begun.
+    private let left: Mutex<[Query]>
 
     init(path: String, queries: [Query]) {
+        left = Mutex(queries)
+        found = Mutex(Found(keys: Dictionary(queries.flatMap(\.entities.values).map { ($0, []) }, uniquingKeysWith: { a, _ in a })))
         Thread { [self] in
             defer { done.signal() }
             // A second connection of a store that is open: its WAL is the open store's to fold.
@@ -223,22 +253,31 @@ private final class SourceNarrowing: Sendable {
             started.signal()
             guard began else { return }
             defer { try? connection.execute("COMMIT") }
-            for query in queries {
-                do {
-                    let rows = try connection.statement(query.sql).rows { ($0.int64(0), $0.int64(1)) }
-                    // Past the query's limit, no entity of the table is known whole.
-                    guard rows.count <= Self.most * query.entities.count else { continue }
-                    var keys = Dictionary(uniqueKeysWithValues: query.entities.values.map { ($0, [Int64]()) })
-                    for (number, key) in rows { keys[query.entities[number]!]!.append(key) }
-                    found.withLock { found in
-                        for (entity, keys) in keys where keys.count <= Self.most { found?[entity] = keys }
-                    }
-                } catch {
-                    found.withLock { $0 = nil }
-                    return
-                }
-            }
+            while let query = left.withLock({ $0.isEmpty ? nil : $0.removeFirst() }), run(query, on: connection) {}
         }.start()
+    }
+
+    /// Runs `query` on `connection` and keeps what it finds; false after an error (nothing found is kept then).
+    private func run(_ query: Query, on connection: SQLiteConnection) -> Bool {
+        do {
+            let rows = try connection.statement(query.sql).rows([.integer(query.keys.lowerBound), .integer(query.keys.upperBound)]) { ($0.int64(0), $0.int64(1)) }
+            found.withLock { found in
+                // Past the query's limit, no entity of the table is known whole.
+                guard rows.count <= Self.most * query.entities.count else { return found?.tooMany.formUnion(query.entities.values) ?? () }
+                for (number, key) in rows { found?.keys[query.entities[number]!]!.append(key) }
+            }
+            return true
+        } catch {
+            found.withLock { $0 = nil }
+            left.withLock { $0 = [] }
+            return false
+        }
+    }
+
+    /// Runs the queries the thread has not begun, the last first, on `connection`: one that reads
+    /// what the thread's reads (a copy of the source, made at the moment the thread's read began).
+    func help(on connection: SQLiteConnection) {
+        while let query = left.withLock({ $0.popLast() }), run(query, on: connection) {}
     }
 
     /// Waits until the thread has opened its connection: whether it did.
@@ -278,7 +317,9 @@ private final class SourceNarrowing: Sendable {
             return !state.joined
         }
         if wait { done.wait() }
-        return state.withLock { $0.reading } ? found.withLock { $0 } ?? [:] : [:]
+        guard state.withLock({ $0.reading }), let found = found.withLock({ $0 }) else { return [:] }
+        // The parts were read in any order: the keys of each entity, in key order.
+        return found.keys.filter { !found.tooMany.contains($0.key) && $0.value.count <= Self.most }.mapValues { $0.sorted() }
     }
 
     /// A connection to the source holding its write lock (`BEGIN IMMEDIATE`, nothing written),

@@ -62,9 +62,12 @@ extension SQLiteStore: RuleNarrowing {
                 // A required to-one without a key, or whose key names no object the store reads.
                 // The object is the one the reader finds: the entity the key's entity column names, else the destination.
                 guard let columns = mapping.toOne[relationship.name], let target = schema.entities[relationship.destination] else { return nil }
+                // The keys of the table are read once per statement into a temporary index that each
+                // row looks up (a lookup of each row's target in its table reads a page of it each time).
                 let key = "t.\(quote(columns.key))"
-                let entity = columns.entity.map { "coalesce(t.\(quote($0)), \(target.number))" } ?? String(target.number)
-                conditions.append("typeof(\(key)) != 'integer' OR NOT EXISTS (SELECT 1 FROM \(quote(target.table)) o WHERE o.Z_PK = \(key) AND o.Z_ENT = \(entity))")
+                let exists = columns.entity.map { "(\(key), coalesce(t.\(quote($0)), \(target.number))) IN (SELECT Z_PK, Z_ENT FROM \(quote(target.table)))" }
+                    ?? "\(key) IN (SELECT Z_PK FROM \(quote(target.table)) WHERE Z_ENT = \(target.number))"
+                conditions.append("typeof(\(key)) != 'integer' OR NOT \(exists)")
                 continue
             }
             // The rows that name the owner (an upper bound of its members, read from an index

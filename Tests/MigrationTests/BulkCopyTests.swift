@@ -349,6 +349,54 @@ struct BulkCopyTests {
         #expect(mayBreak["Person"] == [2, 3])
     }
 
+    @Test("the narrowing beside a bulk copy, in parts shared with the copy's thread once the copy is done (the parts left, narrowed in the copy), names exactly what the narrowing of the copy after it names; an entity with more than 10,000 such rows across its parts is left to it",
+          arguments: [false, true])
+    func narrowingShared(manyBroken: Bool) throws {
+        let workspace = try Workspace()
+        // One large table whose narrowing takes longer than its copy, and small ones after it.
+        let model = try ManagedObjectModel {
+            Entity("Large") {
+                for n in 0..<6 { Attribute("s\(n)", .string, optional: false, validation: ValidationRules(minLength: 2, maxLength: 40, pattern: "[a-z ]+")) }
+            }
+            for name in ["SmallA", "SmallB", "SmallC"] { Entity(name) { Attribute("code", .string, optional: false, validation: ValidationRules(maxLength: 3)) } }
+        }
+        let from = workspace.location("source", "sqlite"), to = workspace.location("copy", "sqlite")
+        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
+        let large = try store.allocatePrimaryKeys(entity: "Large", count: 60_000)
+        try store.bulkInsert(large.map { key in
+            ObjectRecord(key: ObjectKey("Large", key), attributes: Dictionary(uniqueKeysWithValues: (0..<6).map { ("s\($0)", .string("value " + String(repeating: "x", count: Int(key % 20)))) }))
+        }, checkingReferences: false)
+        for name in ["SmallA", "SmallB", "SmallC"] {
+            let keys = try store.allocatePrimaryKeys(entity: name, count: 20)
+            try store.save(ChangeSet(inserted: keys.map { ObjectRecord(key: ObjectKey(name, $0), attributes: ["code": .string("ab")]) }))
+        }
+        try store.close()
+        // Broken behind the store's back, in every table.
+        let raw = try RawDatabase(from, readOnly: false)
+        try raw.execute("UPDATE ZLARGE SET ZS3 = 'UPPER' WHERE Z_PK % \(manyBroken ? 5 : 7919) = 0; UPDATE ZSMALLA SET ZCODE = 'long' WHERE Z_PK = 3; "
+                        + "UPDATE ZSMALLB SET ZCODE = NULL WHERE Z_PK IN (1, 20); UPDATE ZSMALLC SET ZCODE = 'x' WHERE Z_PK = 5")
+        raw.close()
+        let source = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions(readOnly: true))
+        defer { try? source.close() }
+        let destination = try SQLiteStoreType().open(at: to, model: model, options: StoreOptions())
+        defer { try? destination.close() }
+        let copier = try #require(destination as? SQLiteStore)
+        let entities = ["Large", "SmallA", "SmallB", "SmallC"]
+        let (_, mayBreak) = try copier.copyObjects(of: entities, from: source, narrowing: entities)
+        for entity in entities where !(manyBroken && entity == "Large") {
+            var after: Int64?
+            var keys: [Int64] = []
+            while let page = try copier.objectsThatMayBreakRules(of: entity, after: after, limit: 1_000), !page.isEmpty {
+                keys += page.map(\.key.primaryKey)
+                after = keys.last
+            }
+            #expect(mayBreak[entity]?.count == keys.count && mayBreak[entity] == keys, "\(entity): \(keys.count) keys")
+        }
+        #expect(mayBreak["SmallA"] == [3] && mayBreak["SmallB"] == [1, 20] && mayBreak["SmallC"] == [], "the oracle itself")
+        // 12,000 rows break a rule, fewer than 10,000 in each part.
+        #expect(mayBreak["Large"]?.count == (manyBroken ? nil : 7))
+    }
+
     @Test("a bulk copy reports every entity's objects as SQLite counts them, in one-entity tables and hierarchy tables alike")
     func countsPerEntity() throws {
         let workspace = try Workspace()
