@@ -72,25 +72,29 @@ extension SQLiteStore: BulkCopying {
         // One scan per table, for every entity it holds: the rows that may break their entity's rules.
         let judged = narrowing.compactMap { entity -> (table: String, number: Int, entity: String, condition: String)? in
             guard let description = model.entity(named: entity), let mapping = schema.entities[entity],
-                  let condition = Self.ruleCondition(description, mapping: mapping, schema: schema) else { return nil }
+                  let condition = Self.ruleCondition(description, mapping: mapping, schema: schema, scanning: true) else { return nil }
             return (mapping.table, mapping.number, entity, condition)
         }
-        // Each table in parts of 50,000 keys, the largest tables first (keys times columns): the
-        // copy's thread, once done, takes the parts left from the last (``SourceNarrowing/help(on:)``).
-        // The last keys are read before the copy's moment: the first and last parts are open-ended.
-        let lastKeys = try withReader { reader in
+        // Each table in up to four parts of at least 50,000 keys, the largest tables first (keys
+        // times columns): the copy's thread, once done, takes the parts left from the last
+        // (``SourceNarrowing/help(on:)``). The key range is read before the copy's moment: the first
+        // and last parts are open-ended.
+        let ranges = try withReader { reader in
             try Dictionary(uniqueKeysWithValues: Set(judged.map(\.table)).map { table in
-                (table, try reader.connection.statement("SELECT coalesce(max(Z_PK), 0) FROM \(Self.attached).\(quote(table))").rows { $0.int64(0) }.first ?? 0)
+                let row = try reader.connection.statement("SELECT coalesce(min(Z_PK), 0), coalesce(max(Z_PK), 0) FROM \(Self.attached).\(quote(table))")
+                    .rows { ($0.int64(0), $0.int64(1)) }.first ?? (0, 0)
+                return (table, row)
             })
         }
-        func size(_ table: String) -> Int { Int(lastKeys[table]!) * (schema.tables[table]?.columns.count ?? 1) }
-        let part: Int64 = 50_000
+        func size(_ table: String) -> Double {
+            (Double(ranges[table]!.1) - Double(ranges[table]!.0)) * Double(schema.tables[table]?.columns.count ?? 1)
+        }
         let queries = Dictionary(grouping: judged, by: \.table).sorted { (size($0.key), $1.key) > (size($1.key), $0.key) }.flatMap { table, held in
             let conditions = held.map { "(+t.Z_ENT = \($0.number) AND (\($0.condition)))" }.joined(separator: " OR ")
             let entities = Dictionary(uniqueKeysWithValues: held.map { (Int64($0.number), $0.entity) })
             let sql = "SELECT t.Z_ENT, t.Z_PK FROM \(quote(table)) t WHERE t.Z_PK > ?1 AND t.Z_PK <= ?2 AND (\(conditions)) ORDER BY t.Z_PK "
                 + "LIMIT \(SourceNarrowing.most * held.count + 1)"
-            let bounds = Array(stride(from: part, to: lastKeys[table]!, by: Int(part)))
+            let bounds = Self.partBounds(ranges[table]!)
             return zip([Int64.min] + bounds, bounds + [Int64.max]).map { SourceNarrowing.Query(entities: entities, sql: sql, keys: $0...$1) }
         }
         // The narrowing's connection is opened first; the lock is held only from just before its
@@ -183,6 +187,20 @@ extension SQLiteStore: BulkCopying {
             logger.debug("rule narrowing beside the copy: \(found.count) of \(judged.count) entities\(!narrowed ? " (the source's write lock was not had)" : whole ? "" : " (a table was copied column by column)")")
         }
         return (counts, found)
+    }
+
+    /// Where a table whose keys run from `keys.first` to `keys.last` is cut into parts for its
+    /// narrowing: up to four parts of at least 50,000 keys, each bound above the one before.
+    private static func partBounds(_ keys: (first: Int64, last: Int64)) -> [Int64] {
+        let span = Double(keys.last) - Double(keys.first)
+        let parts = Int(min(4, max(1, (span / 50_000).rounded(.down))))
+        var bounds: [Int64] = []
+        for part in 1..<max(parts, 1) {
+            let value = (Double(keys.first) + span * Double(part) / Double(parts)).rounded(.down)
+            let bound = value >= 9.2e18 ? Int64.max : value <= -9.2e18 ? Int64.min : Int64(value)
+            if bound > (bounds.last ?? Int64.min), bound < Int64.max { bounds.append(bound) }
+        }
+        return bounds
     }
 
     /// The object and property (`Book/3.scan`) whose copied value names the external data file `name`.

@@ -40,13 +40,15 @@ extension SQLiteStore: RuleNarrowing {
     /// The SQL condition (on alias `t`) a row that may break one of `entity`'s attribute or
     /// relationship rules meets, or nil when a rule cannot be put in SQL; `0` when there is no rule.
     /// Its values are judged in one call (``ValueChecks``): their forms and their attributes' rules.
-    static func ruleCondition(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> String? {
+    /// `scanning`: for a statement that reads the whole table (a required to-one's targets are
+    /// then read once, not looked up row by row).
+    static func ruleCondition(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema, scanning: Bool = false) -> String? {
         var checks: [(check: ValueChecks.Check, column: String)] = []
         for attribute in entity.layout.attributes {
             guard let name = mapping.attributes[attribute.name], let check = ValueChecks.Check(attribute) else { return nil }
             checks.append((check, "t.\(quote(name))"))
         }
-        guard let relationships = relationshipConditions(entity, mapping: mapping, schema: schema) else { return nil }
+        guard let relationships = relationshipConditions(entity, mapping: mapping, schema: schema, scanning: scanning) else { return nil }
         let conditions = (ValueChecks.refused(checks).map { [$0] } ?? []) + relationships
         return conditions.isEmpty ? "0" : conditions.joined(separator: " OR ")
     }
@@ -54,7 +56,8 @@ extension SQLiteStore: RuleNarrowing {
     /// The conditions a row whose relationships break a rule meets: a required to-one without a key,
     /// a to-many whose members (counted as the store reads them: rows of a known entity, join rows
     /// whose member exists) are none where some are required, or fewer or more than its bounds.
-    private static func relationshipConditions(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema) -> [String]? {
+    private static func relationshipConditions(_ entity: EntityDescription, mapping: SQLiteSchema.Entity, schema: SQLiteSchema,
+                                               scanning: Bool = false) -> [String]? {
         let known = schema.byNumber.keys.sorted().map(String.init).joined(separator: ",")
         var conditions: [String] = []
         for relationship in entity.storedRelationships where ObjectValidator.hasRule(relationship) {
@@ -62,11 +65,14 @@ extension SQLiteStore: RuleNarrowing {
                 // A required to-one without a key, or whose key names no object the store reads.
                 // The object is the one the reader finds: the entity the key's entity column names, else the destination.
                 guard let columns = mapping.toOne[relationship.name], let target = schema.entities[relationship.destination] else { return nil }
-                // The keys of the table are read once per statement into a temporary index that each
-                // row looks up (a lookup of each row's target in its table reads a page of it each time).
                 let key = "t.\(quote(columns.key))"
-                let exists = columns.entity.map { "(\(key), coalesce(t.\(quote($0)), \(target.number))) IN (SELECT Z_PK, Z_ENT FROM \(quote(target.table)))" }
-                    ?? "\(key) IN (SELECT Z_PK FROM \(quote(target.table)) WHERE Z_ENT = \(target.number))"
+                let entity = columns.entity.map { "coalesce(t.\(quote($0)), \(target.number))" } ?? String(target.number)
+                // Scanning, the target table's keys are read once per statement into a temporary
+                // index each row looks up (a lookup of each row's target in its table reads a page
+                // of it each time); a page of a paged narrowing looks up its own rows.
+                let exists = !scanning ? "EXISTS (SELECT 1 FROM \(quote(target.table)) o WHERE o.Z_PK = \(key) AND o.Z_ENT = \(entity))"
+                    : columns.entity == nil ? "\(key) IN (SELECT Z_PK FROM \(quote(target.table)) WHERE Z_ENT = \(target.number))"
+                    : "(\(key), \(entity)) IN (SELECT Z_PK, Z_ENT FROM \(quote(target.table)) WHERE Z_ENT IS NOT NULL)"
                 conditions.append("typeof(\(key)) != 'integer' OR NOT \(exists)")
                 continue
             }

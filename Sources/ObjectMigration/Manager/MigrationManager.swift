@@ -317,6 +317,7 @@ public final class MigrationManager: Sendable {
         let firstGroup = Atomic<Int>(group.size)
         // The order keys written with the rows, so far: those every batch made carries.
         let writesOrderKeys = !wholeRows && (context.destinationStore as? any ForeignKeyRelationships)?.writesInverseOrderKeys == true
+            && context.destinationStore.model.entity(named: program.destination.name) === program.destination
         context.inverseOrderKeysWritten[m.name] = writesOrderKeys ? Set(program.toOneNames.map(\.destination)) : []
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)

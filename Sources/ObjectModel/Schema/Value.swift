@@ -270,12 +270,15 @@ public enum ValueText {
             byte = utf8.next()
             let negativeExponent = byte == UInt8(ascii: "-")
             if byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") { byte = utf8.next() }
-            guard byte != nil else { return nil }
+            var count = 0
             while let b = byte {
-                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b), exponent < 1_000 else { return nil }
+                // At most four digits, as the text's parser takes.
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b), count < 4 else { return nil }
                 exponent = exponent * 10 + Int(b - UInt8(ascii: "0"))
+                count += 1
                 byte = utf8.next()
             }
+            guard count > 0 else { return nil }
             if negativeExponent { exponent = -exponent }
         }
         guard byte == nil, significand > 0, (-100...100).contains(exponent - fraction) else { return nil }

@@ -119,10 +119,14 @@ public struct RecordBatch: Sendable {
         set { values[row * layout.attributes.count + slot] = newValue }
     }
 
-    /// The object a to-one slot of a row names.
+    /// The object a to-one slot of a row names. Setting it forgets the row's order key in the
+    /// list of the object it named (``inverseOrderKeys``).
     public subscript(row: Int, toOne slot: Int) -> ObjectKey? {
         get { toOne[row * layout.toOne.count + slot] }
-        set { toOne[row * layout.toOne.count + slot] = newValue }
+        set {
+            toOne[row * layout.toOne.count + slot] = newValue
+            if !inverseOrderKeys.isEmpty, inverseOrderKeys[layout.toOne[slot].name] != nil { inverseOrderKeys[layout.toOne[slot].name]![row] = nil }
+        }
     }
 
     /// Gives the rows these primary keys, one per row in order (a reader that learns the keys

@@ -55,8 +55,10 @@ public protocol ForeignKeyRelationships: PersistentStore {
 
     /// Whether the store writes the order keys a batch carries for its rows
     /// (``RecordBatch/inverseOrderKeys``) with the rows, as they are given (SQLite, into its
-    /// `Z_FOK_` columns): a migration whose batches carry every member's order key then writes an
-    /// ordered to-many whose inverse is a to-one with the members alone. False by default.
+    /// `Z_FOK_` columns), when the batch is inserted unchecked and laid out by the store's own
+    /// model (``PersistentStore/bulkInsert(_:checkingReferences:)-(RecordBatch,_)`` with
+    /// `checkingReferences` false): a migration whose batches carry every member's order key then
+    /// writes an ordered to-many whose inverse is a to-one with the members alone. False by default.
     var writesInverseOrderKeys: Bool { get }
 }
 
