@@ -292,8 +292,8 @@ private final class SourceNarrowing: Sendable {
         }
     }
 
-    /// Runs the queries the thread has not begun, the last first, on `connection`: one that reads
-    /// what the thread's reads (a copy of the source, made at the moment the thread's read began).
+    /// Runs the queries the thread has not begun, the last first, on `connection`, which must read
+    /// what the thread reads (a whole copy of the source, made at the moment the thread's read began).
     func help(on connection: SQLiteConnection) {
         while let query = left.withLock({ $0.popLast() }), run(query, on: connection) {}
     }
