@@ -163,6 +163,13 @@ extension SQLiteStore: BulkCopying {
             try connection.execute("""
                 UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, coalesce((SELECT s.Z_MAX FROM \(Self.attached).Z_PRIMARYKEY s WHERE s.Z_ENT = main.Z_PRIMARYKEY.Z_ENT), 0))
                 """)
+            // And past every key copied, whatever the source's counter said (one behind its keys,
+            // changed behind its back, would give new objects keys in use).
+            for root in Set(entities.compactMap { model.entity(named: $0)?.rootName }).sorted() {
+                guard let mapping = schema.entities[root] else { continue }
+                try connection.statement("UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, (SELECT coalesce(max(Z_PK), 0) FROM main.\(quote(mapping.table)))) WHERE Z_ENT = ?1")
+                    .run([.integer(Int64(mapping.number))])
+            }
             // The files the copied rows name come along (linked where the file system allows).
             let names = try SQLiteExternalData.referencedNames(connection, columns: SQLiteExternalData.columns(schema, model))
             try external.adopt(names, from: sourceExternal, sourceDatabase: Self.attached, connection: connection, files: writer.files,

@@ -112,6 +112,26 @@ struct BulkCopyTests {
         #expect(try export("sqlite", at: generic, model: model) == export("sqlite", at: to, model: model))
     }
 
+    @Test("a key counter left behind its keys in the source (changed behind its back) is moved past them by the bulk copy, as the batch path does: a new object gets a key not in use")
+    func keyCounterBehindItsKeys() throws {
+        let workspace = try Workspace()
+        let model = StoreConformance.model
+        let (from, to) = try Self.conformanceSource(in: workspace)
+        let raw = try RawDatabase(from, readOnly: false)
+        let last = try raw.strings("SELECT max(Z_PK) FROM ZPERSON")[0][0]
+        try raw.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Person'")
+        raw.close()
+        #expect(try identityMigration(from, to: to, model: model) == false, "copied in bulk")
+        let copy = try RawDatabase(to)
+        #expect(try copy.strings("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'") == [[last]])
+        copy.close()
+        let store = try SQLiteStoreType().open(at: to, model: model, options: StoreOptions())
+        defer { try? store.close() }
+        let key = try #require(try store.allocatePrimaryKeys(entity: "Person", count: 1).first)
+        #expect(key > Int64(last)!)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Person", key), attributes: ["name": .string("New")])]))
+    }
+
     @Test("a store written before external binary data was tagged is still copied in bulk when its model has no flagged attribute")
     func untaggedSource() throws {
         let workspace = try Workspace()
