@@ -17,7 +17,7 @@ import Synchronization
 /// resident size cannot be read, every 1,024 units.
 struct LMDBMapResidency {
     /// How much the resident size may grow between two drops of a map.
-    static let target = 8 << 20
+    static let target = 4 << 20
 
     /// The process's resident size after one map's last drop, shared by its readers.
     final class Baseline: Sendable {

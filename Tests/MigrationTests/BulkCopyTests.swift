@@ -271,6 +271,41 @@ struct BulkCopyTests {
         }
     }
 
+    @Test("required to-ones naming targets of small and huge keys convert into every backend; one naming a key that is not there, between them, is refused")
+    func requiredToOnesOfEveryKey() throws {
+        let workspace = try Workspace()
+        let model = try ManagedObjectModel {
+            Entity("Shelf") { Relationship("books", to: "Book", inverse: "shelf", toMany: true) }
+            Entity("Book") { Relationship("shelf", to: "Shelf", inverse: "books", optional: false) }
+        }
+        let from = workspace.location("source", "sqlite")
+        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
+        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: 2)
+        _ = try store.allocatePrimaryKeys(entity: "Book", count: 300)
+        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Shelf", 1)), ObjectRecord(key: ObjectKey("Shelf", 2))]
+            + (1...300).map { ObjectRecord(key: ObjectKey("Book", Int64($0)), toOne: ["shelf": ObjectKey("Shelf", Int64($0 % 2 + 1))]) }))
+        try store.close()
+        let raw = try RawDatabase(from, readOnly: false)
+        try raw.execute("UPDATE ZSHELF SET Z_PK = 1099511627776 WHERE Z_PK = 2; UPDATE ZBOOK SET ZSHELF = 1099511627776 WHERE ZSHELF = 2; "
+                        + "UPDATE Z_PRIMARYKEY SET Z_MAX = 1099511627776 WHERE Z_NAME = 'Shelf'")
+        raw.close()
+        for ext in Backends.all {
+            let to = workspace.location("good-\(ext)", ext)
+            let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: false)
+            try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type(ext))
+            #expect(try export(ext, at: to, model: model) == export("sqlite", at: from, model: model), "\(ext)")
+        }
+        let raw2 = try RawDatabase(from, readOnly: false)
+        try raw2.execute("UPDATE ZBOOK SET ZSHELF = 1099511627775 WHERE Z_PK = 150")
+        raw2.close()
+        for ext in Backends.all {
+            let to = workspace.location("bad-\(ext)", ext)
+            let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: false)
+            let error = try #require(throws: MigrationError.self, "\(ext)") { try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type(ext)) }
+            #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Book/150.shelf required"], "\(ext)")
+        }
+    }
+
     @Test("a required to-one to a hierarchy whose target row lost its Z_ENT (NULL) is named by the narrowing beside the copy, as by the narrowing of the copy")
     func requiredToOneTargetWithoutEntity() throws {
         let workspace = try Workspace()

@@ -22,6 +22,8 @@ public final class MigrationContext {
     /// read them with its rows, and the destination writes them,
     /// ``ForeignKeyRelationships/writesInverseOrderKeys``). Phase 2 then leaves such a list out.
     var inverseOrderKeysWritten: [String: Set<String>] = [:]
+    /// The source entities every object of which phase 1 read, its key marked in ``sourceKeys``.
+    var sourceEntitiesRead: Set<String> = []
 
     /// Mappings whose destination objects keep their source object's primary key.
     private var keepingKeys: Set<String> = []

@@ -319,15 +319,20 @@ public final class MigrationManager: Sendable {
         let writesOrderKeys = !wholeRows && (context.destinationStore as? any ForeignKeyRelationships)?.writesInverseOrderKeys == true
             && context.destinationStore.model.entity(named: program.destination.name) === program.destination
         context.inverseOrderKeysWritten[m.name] = writesOrderKeys ? Set(program.toOneNames.map(\.destination)) : []
+        // Objects of entities read whole before are known without a lookup (their keys were marked).
+        let known = context.sourceEntitiesRead
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)
-            let named = required.compactMap(batch.layout.toOneSlot).flatMap { slot in (0..<batch.count).compactMap { batch[$0, toOne: slot] } }
+            let named = required.compactMap(batch.layout.toOneSlot).flatMap { slot in
+                (0..<batch.count).compactMap { batch[$0, toOne: slot] }.filter { !known.contains($0.entity) }
+            }
             let existing = named.isEmpty ? [] : try source.existingKeys(among: named)
             guard !lists.isEmpty else { return Prefetched<RecordBatch, (keys: [ObjectKey], lists: [[OrderedMembers]])>(batch: batch, existing: existing, first: nil) }
             let keys = (0..<Swift.min(batch.count, firstGroup.load(ordering: .relaxed))).map(batch.key(at:))
             return Prefetched(batch: batch, existing: existing, first: (keys.count, (keys, try lists.map { try source.orderedMembers(of: keys, relationship: $0) })))
         }, bounds: { ($0.batch.count, $0.batch.primaryKeys.last) }) { read in
             context.sourceKeys.add(read.existing)
+            context.sourceKeys.add(entity: read.batch.entity.name, primaryKeys: read.batch.primaryKeys)
             let batch = read.batch
             let made: RecordBatch
             do {
@@ -348,6 +353,8 @@ public final class MigrationManager: Sendable {
                 context.inverseOrderKeysWritten[m.name]!.formIntersection(made.inverseOrderKeys.keys)
             }
         }
+        // Every object of the source entity was read, and its key marked.
+        if let entity = m.sourceEntity { context.sourceEntitiesRead.insert(entity) }
         return failures
     }
 
@@ -487,7 +494,8 @@ public final class MigrationManager: Sendable {
                 r.isToMany && r.isOrdered && r.inverse.flatMap { destinationModel.entity(named: r.destination)?.relationshipsByName[$0] }?.isToMany == false
             } == true
         }
-        let ordered = wholeRows ? mappings.filter(ownsOrderedList) + mappings.filter { !ownsOrderedList($0) } : mappings
+        let ordered = wholeRows ? Self.targetsFirst(mappings.filter(ownsOrderedList), sourceModel) + Self.targetsFirst(mappings.filter { !ownsOrderedList($0) }, sourceModel)
+                                : mappings
         for m in ordered.filter({ context.keepsKeys($0) }) + ordered.filter({ !context.keepsKeys($0) }) {
             let policy = policy(m)
             if let program = SlotProgram(m, context: context) {
@@ -702,26 +710,77 @@ extension StoreCoordinator {
     }
 }
 
+extension MigrationManager {
+    /// `mappings` in their order, except that a mapping whose source objects' required to-ones
+    /// name objects another of them reads comes after that one where it can (not around a
+    /// cycle): a required to-one is then checked against the keys read, without a lookup.
+    static func targetsFirst(_ mappings: [EntityMapping], _ model: ManagedObjectModel) -> [EntityMapping] {
+        func targets(_ m: EntityMapping) -> Set<String> {
+            guard let entity = m.sourceEntity.flatMap({ model.entity(named: $0) }) else { return [] }
+            return Set(entity.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }
+                .flatMap { model.entity(named: $0.destination)?.kindNames ?? [] })
+        }
+        var left = mappings, placed: [EntityMapping] = []
+        while !left.isEmpty {
+            let next = left.firstIndex { m in
+                let needed = targets(m).subtracting([m.sourceEntity ?? ""])
+                return !left.contains { $0.name != m.name && $0.sourceEntity.map(needed.contains) == true }
+            } ?? 0
+            placed.append(left.remove(at: next))
+        }
+        return placed
+    }
+}
+
 /// Whether the objects keys name exist in a store (``PersistentStore/existingKeys(among:)``), each
-/// looked up once: the keys found are kept (up to 100,000, then forgotten and found again), so a
-/// batch naming a few targets many times reads each once. A class: a copy of its set, made by any
-/// access that copies a value (a `lazy` property's getter and setter), would cost the whole set at
-/// every key found.
+/// looked up once: the keys found are kept, a bit per primary key of each entity up to 2²⁴ (2 MiB
+/// an entity at most; 25 KiB for 200,000 keys), and beyond in a set of up to 100,000 (then
+/// forgotten and found again), so a batch naming a few targets many times reads each once, in
+/// memory that hardly grows with the store. A class: a copy of its keys, made by any access that
+/// copies a value (a `lazy` property's getter and setter), would cost them all at every key found.
 final class ExistingKeys {
     let store: any PersistentStore
-    private var found: Set<ObjectKey> = []
+    /// By entity, bit `k % 64` of word `k / 64` for primary key `k`.
+    private var bits: [String: [UInt64]] = [:]
+    private var others: Set<ObjectKey> = []
+    private static let bitLimit: Int64 = 1 << 24
 
     init(_ store: any PersistentStore) { self.store = store }
 
     /// Keys found to exist in the store by a lookup made elsewhere, so that ``contains(_:)`` takes
     /// them without one.
     func add(_ keys: Set<ObjectKey>) {
-        if found.count + keys.count > 100_000 { found.removeAll(keepingCapacity: true) }
-        found.formUnion(keys)
+        for key in keys {
+            guard (1..<Self.bitLimit).contains(key.primaryKey) else {
+                if others.count >= 100_000 { others.removeAll(keepingCapacity: true) }
+                others.insert(key)
+                continue
+            }
+            let word = Int(key.primaryKey >> 6)
+            let count = bits[key.entity, default: []].count
+            if count <= word { bits[key.entity, default: []].append(contentsOf: repeatElement(0, count: Swift.max(word + 1 - count, count / 2))) }
+            bits[key.entity, default: []][word] |= 1 << UInt64(key.primaryKey & 63)
+        }
+    }
+
+    /// Objects of `entity` read from the store: they exist.
+    func add(entity: String, primaryKeys: [Int64]) {
+        add(Set(primaryKeys.filter { !(1..<Self.bitLimit).contains($0) }.map { ObjectKey(entity, $0) }))
+        guard let last = primaryKeys.filter({ (1..<Self.bitLimit).contains($0) }).max() else { return }
+        let count = bits[entity, default: []].count, words = Int(last >> 6) + 1
+        if count < words { bits[entity, default: []].append(contentsOf: repeatElement(0, count: Swift.max(words - count, count / 2))) }
+        bits[entity, default: []].withUnsafeMutableBufferPointer { bits in
+            for key in primaryKeys where (1..<Self.bitLimit).contains(key) { bits[Int(key >> 6)] |= 1 << UInt64(key & 63) }
+        }
     }
 
     func contains(_ key: ObjectKey) throws -> Bool {
-        if found.contains(key) { return true }
+        if (1..<Self.bitLimit).contains(key.primaryKey) {
+            if let words = bits[key.entity], Int(key.primaryKey >> 6) < words.count,
+               words[Int(key.primaryKey >> 6)] & (1 << UInt64(key.primaryKey & 63)) != 0 { return true }
+        } else if others.contains(key) {
+            return true
+        }
         let existing = try store.existingKeys(among: [key])
         add(existing)
         return !existing.isEmpty
