@@ -324,7 +324,7 @@ public final class MigrationManager: Sendable {
         try forEachBatch(m, .createObjects, context, read: { entity, after in
             let batch = try source.scanBatch(entity: entity, after: after, limit: batchSize)
             let named = required.compactMap(batch.layout.toOneSlot).flatMap { slot in
-                (0..<batch.count).compactMap { batch[$0, toOne: slot] }.filter { !known.contains($0.entity) }
+                (0..<batch.count).compactMap { batch[$0, toOne: slot] }.filter { !known.contains($0.entity) || !ExistingKeys.holdsAsBits($0.primaryKey) }
             }
             let existing = named.isEmpty ? [] : try source.existingKeys(among: named)
             guard !lists.isEmpty else { return Prefetched<RecordBatch, (keys: [ObjectKey], lists: [[OrderedMembers]])>(batch: batch, existing: existing, first: nil) }
@@ -332,7 +332,7 @@ public final class MigrationManager: Sendable {
             return Prefetched(batch: batch, existing: existing, first: (keys.count, (keys, try lists.map { try source.orderedMembers(of: keys, relationship: $0) })))
         }, bounds: { ($0.batch.count, $0.batch.primaryKeys.last) }) { read in
             context.sourceKeys.add(read.existing)
-            context.sourceKeys.add(entity: read.batch.entity.name, primaryKeys: read.batch.primaryKeys)
+            if wholeRows { context.sourceKeys.add(entity: read.batch.entity.name, primaryKeys: read.batch.primaryKeys) }
             let batch = read.batch
             let made: RecordBatch
             do {
@@ -354,7 +354,7 @@ public final class MigrationManager: Sendable {
             }
         }
         // Every object of the source entity was read, and its key marked.
-        if let entity = m.sourceEntity { context.sourceEntitiesRead.insert(entity) }
+        if wholeRows, let entity = m.sourceEntity { context.sourceEntitiesRead.insert(entity) }
         return failures
     }
 
@@ -715,16 +715,17 @@ extension MigrationManager {
     /// name objects another of them reads comes after that one where it can (not around a
     /// cycle): a required to-one is then checked against the keys read, without a lookup.
     static func targetsFirst(_ mappings: [EntityMapping], _ model: ManagedObjectModel) -> [EntityMapping] {
-        func targets(_ m: EntityMapping) -> Set<String> {
-            guard let entity = m.sourceEntity.flatMap({ model.entity(named: $0) }) else { return [] }
-            return Set(entity.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }
-                .flatMap { model.entity(named: $0.destination)?.kindNames ?? [] })
-        }
+        // The source entities each mapping's required to-ones name, but its own.
+        let needed = Dictionary(mappings.map { m -> (String, Set<String>) in
+            guard let entity = m.sourceEntity.flatMap({ model.entity(named: $0) }) else { return (m.name, []) }
+            let targets = entity.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }
+                .flatMap { model.entity(named: $0.destination)?.kindNames ?? [] }
+            return (m.name, Set(targets).subtracting([entity.name]))
+        }, uniquingKeysWith: { a, _ in a })
         var left = mappings, placed: [EntityMapping] = []
         while !left.isEmpty {
             let next = left.firstIndex { m in
-                let needed = targets(m).subtracting([m.sourceEntity ?? ""])
-                return !left.contains { $0.name != m.name && $0.sourceEntity.map(needed.contains) == true }
+                !left.contains { $0.name != m.name && $0.sourceEntity.map(needed[m.name]!.contains) == true }
             } ?? 0
             placed.append(left.remove(at: next))
         }
@@ -750,27 +751,32 @@ final class ExistingKeys {
     /// Keys found to exist in the store by a lookup made elsewhere, so that ``contains(_:)`` takes
     /// them without one.
     func add(_ keys: Set<ObjectKey>) {
-        for key in keys {
-            guard (1..<Self.bitLimit).contains(key.primaryKey) else {
-                if others.count >= 100_000 { others.removeAll(keepingCapacity: true) }
-                others.insert(key)
-                continue
-            }
-            let word = Int(key.primaryKey >> 6)
-            let count = bits[key.entity, default: []].count
-            if count <= word { bits[key.entity, default: []].append(contentsOf: repeatElement(0, count: Swift.max(word + 1 - count, count / 2))) }
-            bits[key.entity, default: []][word] |= 1 << UInt64(key.primaryKey & 63)
-        }
+        let outside = keys.filter { !Self.holdsAsBits($0.primaryKey) }
+        if others.count + outside.count > 100_000 { others.removeAll(keepingCapacity: true) }
+        others.formUnion(outside)
+        for key in keys where Self.holdsAsBits(key.primaryKey) { setBits(key.entity, [key.primaryKey]) }
     }
 
     /// Objects of `entity` read from the store: they exist.
     func add(entity: String, primaryKeys: [Int64]) {
-        add(Set(primaryKeys.filter { !(1..<Self.bitLimit).contains($0) }.map { ObjectKey(entity, $0) }))
-        guard let last = primaryKeys.filter({ (1..<Self.bitLimit).contains($0) }).max() else { return }
+        add(Set(primaryKeys.filter { !Self.holdsAsBits($0) }.map { ObjectKey(entity, $0) }))
+        setBits(entity, primaryKeys.filter(Self.holdsAsBits))
+    }
+
+    /// Whether a key found is kept as a bit (else in the set, which forgets).
+    static func holdsAsBits(_ primaryKey: Int64) -> Bool { (1..<bitLimit).contains(primaryKey) }
+
+    /// Sets the bits of `primaryKeys` (each held as a bit) of `entity`'s objects.
+    private func setBits(_ entity: String, _ primaryKeys: [Int64]) {
+        guard let last = primaryKeys.max() else { return }
         let count = bits[entity, default: []].count, words = Int(last >> 6) + 1
-        if count < words { bits[entity, default: []].append(contentsOf: repeatElement(0, count: Swift.max(words - count, count / 2))) }
+        if count < words {
+            // Grown by half at least, never past the bits for 2²⁴ keys.
+            let grown = Swift.min(Swift.max(words, count + count / 2), Int(Self.bitLimit >> 6))
+            bits[entity, default: []].append(contentsOf: repeatElement(0, count: grown - count))
+        }
         bits[entity, default: []].withUnsafeMutableBufferPointer { bits in
-            for key in primaryKeys where (1..<Self.bitLimit).contains(key) { bits[Int(key >> 6)] |= 1 << UInt64(key & 63) }
+            for key in primaryKeys { bits[Int(key >> 6)] |= 1 << UInt64(key & 63) }
         }
     }
 
