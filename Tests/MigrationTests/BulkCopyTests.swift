@@ -195,13 +195,13 @@ struct BulkCopyTests {
         raw.close()
         let error = try #require(throws: MigrationError.self) { try identityMigration(from, to: to, model: model, bulkCopy: bulkCopy) }
         #expect(error.code == .validationFailed)
-        #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Shelf/2.books maxCount"])
+        #expect(Self.named(error) == ["Shelf/2.books maxCount"])
         #expect(!FileManager.default.fileExists(atPath: to.path))
         // Into LMDB, whose rows are written whole with their lists: the rules judged from those lists.
         let lmdb = workspace.location("copy", "lmdb")
         let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model))
         let intoLMDB = try #require(throws: MigrationError.self) { try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: lmdb, type: Backends.type("lmdb")) }
-        #expect(intoLMDB.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Shelf/2.books maxCount"])
+        #expect(Self.named(intoLMDB) == ["Shelf/2.books maxCount"])
         #expect(!FileManager.default.fileExists(atPath: lmdb.path))
     }
 
@@ -239,21 +239,33 @@ struct BulkCopyTests {
         }
     }
 
-    @Test("a required to-one left empty, or naming an object that is not there, behind the store's back, is refused into every backend (SQLite: bulk copy and batches; LMDB: whole rows)",
-          arguments: ["NULL", "99"])
-    func requiredToOneStillChecked(_ shelf: String) throws {
-        let workspace = try Workspace()
+    /// A store of `shelves` shelves and `books` books, book n on shelf n % `shelves` + 1, whose
+    /// shelf is required: its model and where it is.
+    static func requiredShelves(_ shelves: Int, books: Int, in workspace: Workspace) throws -> (model: ManagedObjectModel, url: URL) {
         let model = try ManagedObjectModel {
             Entity("Shelf") { Relationship("books", to: "Book", inverse: "shelf", toMany: true) }
             Entity("Book") { Relationship("shelf", to: "Shelf", inverse: "books", optional: false) }
         }
         let from = workspace.location("source", "sqlite")
         let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
-        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: 1)
-        _ = try store.allocatePrimaryKeys(entity: "Book", count: 3)
-        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Shelf", 1))]
-            + (1...3).map { ObjectRecord(key: ObjectKey("Book", Int64($0)), toOne: ["shelf": ObjectKey("Shelf", 1)]) }))
+        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: shelves)
+        _ = try store.allocatePrimaryKeys(entity: "Book", count: books)
+        try store.save(ChangeSet(inserted: (1...shelves).map { ObjectRecord(key: ObjectKey("Shelf", Int64($0))) }
+            + (1...books).map { ObjectRecord(key: ObjectKey("Book", Int64($0)), toOne: ["shelf": ObjectKey("Shelf", Int64($0 % shelves + 1))]) }))
         try store.close()
+        return (model, from)
+    }
+
+    /// The objects and rules a migration's validation failures name.
+    static func named(_ error: MigrationError) -> [String] {
+        error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" }
+    }
+
+    @Test("a required to-one left empty, or naming an object that is not there, behind the store's back, is refused into every backend (SQLite: bulk copy and batches; LMDB: whole rows)",
+          arguments: ["NULL", "99"])
+    func requiredToOneStillChecked(_ shelf: String) throws {
+        let workspace = try Workspace()
+        let (model, from) = try Self.requiredShelves(1, books: 3, in: workspace)
         let raw = try RawDatabase(from, readOnly: false)
         try raw.execute("UPDATE ZBOOK SET ZSHELF = \(shelf) WHERE Z_PK = 3")
         raw.close()
@@ -264,8 +276,7 @@ struct BulkCopyTests {
                 try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type(ext))
                 Issue.record("\(ext) \(bulk): converted")
             } catch let error as MigrationError {
-                #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Book/3.shelf required"],
-                        "\(ext) \(bulk)")
+                #expect(Self.named(error) == ["Book/3.shelf required"], "\(ext) \(bulk)")
             }
             #expect(!Backends.type(ext).storeExists(at: to), "\(ext) \(bulk)")
         }
@@ -274,17 +285,7 @@ struct BulkCopyTests {
     @Test("required to-ones naming targets of small and huge keys convert into every backend; one naming a key that is not there, between them, is refused")
     func requiredToOnesOfEveryKey() throws {
         let workspace = try Workspace()
-        let model = try ManagedObjectModel {
-            Entity("Shelf") { Relationship("books", to: "Book", inverse: "shelf", toMany: true) }
-            Entity("Book") { Relationship("shelf", to: "Shelf", inverse: "books", optional: false) }
-        }
-        let from = workspace.location("source", "sqlite")
-        let store = try SQLiteStoreType().open(at: from, model: model, options: StoreOptions())
-        _ = try store.allocatePrimaryKeys(entity: "Shelf", count: 2)
-        _ = try store.allocatePrimaryKeys(entity: "Book", count: 300)
-        try store.save(ChangeSet(inserted: [ObjectRecord(key: ObjectKey("Shelf", 1)), ObjectRecord(key: ObjectKey("Shelf", 2))]
-            + (1...300).map { ObjectRecord(key: ObjectKey("Book", Int64($0)), toOne: ["shelf": ObjectKey("Shelf", Int64($0 % 2 + 1))]) }))
-        try store.close()
+        let (model, from) = try Self.requiredShelves(2, books: 300, in: workspace)
         let raw = try RawDatabase(from, readOnly: false)
         try raw.execute("UPDATE ZSHELF SET Z_PK = 1099511627776 WHERE Z_PK = 2; UPDATE ZBOOK SET ZSHELF = 1099511627776 WHERE ZSHELF = 2; "
                         + "UPDATE Z_PRIMARYKEY SET Z_MAX = 1099511627776 WHERE Z_NAME = 'Shelf'")
@@ -302,7 +303,7 @@ struct BulkCopyTests {
             let to = workspace.location("bad-\(ext)", ext)
             let manager = MigrationManager(sourceModel: model, destinationModel: model, mapping: .identity(for: model), usesBulkCopy: false)
             let error = try #require(throws: MigrationError.self, "\(ext)") { try manager.migrateStore(at: from, type: Backends.type("sqlite"), to: to, type: Backends.type(ext)) }
-            #expect(error.validationFailures.map { "\($0.objectID.entityName)/\($0.objectID.primaryKey).\($0.property) \($0.rule)" } == ["Book/150.shelf required"], "\(ext)")
+            #expect(Self.named(error) == ["Book/150.shelf required"], "\(ext)")
         }
     }
 
