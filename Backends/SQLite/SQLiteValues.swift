@@ -68,9 +68,7 @@ enum SQLiteValues {
     /// rounded once, as the text would be), whose shortest text reads back as the same decimal
     /// (two numbers of 15 digits are further apart than a double's rounding). Nil for any other.
     private static func smallNumber(_ v: Decimal) -> SQLValue? {
-        guard !v.isNaN, !v.isZero else { return nil }
-        let significand = (v.significand as NSDecimalNumber).uint64Value
-        guard significand > 0, significand < 1 << 53, Decimal(significand) == v.significand else { return nil }
+        guard let significand = ValueText.significand(of: v), significand < 1 << 53 else { return nil }
         var (digits, exponent) = (significand, v.exponent)
         while digits % 10 == 0 { digits /= 10; exponent += 1 }
         let sign: Int64 = v.sign == .minus ? -1 : 1

@@ -313,7 +313,7 @@ public final class MigrationManager: Sendable {
         let lists = wholeRows ? program.destination.storedRelationships.filter(\.isToMany).map(\.name) : []
         // And the objects its required to-ones name, looked up in the source (the store serves one
         // read at a time: on this thread they would wait for the next batch's read).
-        let required = wholeRows ? program.destination.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }.map(\.name) : []
+        let required = wholeRows ? program.destination.ruledToOnes.map(\.name) : []
         let firstGroup = Atomic<Int>(group.size)
         // The order keys written with the rows, so far: those every batch made carries.
         let writesOrderKeys = !wholeRows && (context.destinationStore as? any ForeignKeyRelationships)?.writesInverseOrderKeys == true
@@ -375,7 +375,7 @@ public final class MigrationManager: Sendable {
         let relationships = made.entity.storedRelationships.filter(\.isToMany)
         let destination = context.destinationStore
         // Required to-ones, from the keys each row carries, each naming an object the source has.
-        for relationship in made.entity.storedRelationships where !relationship.isToMany && ObjectValidator.hasRule(relationship) {
+        for relationship in made.entity.ruledToOnes {
             guard let slot = made.layout.toOneSlot(relationship.name) else { continue }
             for row in 0..<made.count {
                 let present = try made[row, toOne: slot].map { try context.sourceKeys.contains($0) } ?? false
@@ -710,6 +710,11 @@ extension StoreCoordinator {
     }
 }
 
+extension EntityDescription {
+    /// The to-one relationships with a rule (required): each object's must name an object there is.
+    fileprivate var ruledToOnes: [Relationship] { storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) } }
+}
+
 extension MigrationManager {
     /// `mappings` in their order, except that a mapping whose source objects' required to-ones
     /// name objects another of them reads comes after that one where it can (not around a
@@ -718,8 +723,7 @@ extension MigrationManager {
         // The source entities each mapping's required to-ones name, but its own.
         let needed = Dictionary(mappings.map { m -> (String, Set<String>) in
             guard let entity = m.sourceEntity.flatMap({ model.entity(named: $0) }) else { return (m.name, []) }
-            let targets = entity.storedRelationships.filter { !$0.isToMany && ObjectValidator.hasRule($0) }
-                .flatMap { model.entity(named: $0.destination)?.kindNames ?? [] }
+            let targets = entity.ruledToOnes.flatMap { model.entity(named: $0.destination)?.kindNames ?? [] }
             return (m.name, Set(targets).subtracting([entity.name]))
         }, uniquingKeysWith: { a, _ in a })
         var left = mappings, placed: [EntityMapping] = []
@@ -759,8 +763,8 @@ final class ExistingKeys {
 
     /// Objects of `entity` read from the store: they exist.
     func add(entity: String, primaryKeys: [Int64]) {
-        add(Set(primaryKeys.filter { !Self.holdsAsBits($0) }.map { ObjectKey(entity, $0) }))
-        setBits(entity, primaryKeys.filter(Self.holdsAsBits))
+        guard primaryKeys.allSatisfy(Self.holdsAsBits) else { return add(Set(primaryKeys.map { ObjectKey(entity, $0) })) }
+        setBits(entity, primaryKeys)
     }
 
     /// Whether a key found is kept as a bit (else in the set, which forgets).
@@ -781,7 +785,7 @@ final class ExistingKeys {
     }
 
     func contains(_ key: ObjectKey) throws -> Bool {
-        if (1..<Self.bitLimit).contains(key.primaryKey) {
+        if Self.holdsAsBits(key.primaryKey) {
             if let words = bits[key.entity], Int(key.primaryKey >> 6) < words.count,
                words[Int(key.primaryKey >> 6)] & (1 << UInt64(key.primaryKey & 63)) != 0 { return true }
         } else if others.contains(key) {

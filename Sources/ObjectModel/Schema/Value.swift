@@ -288,9 +288,7 @@ public enum ValueText {
     /// A decimal's text, as its `description` writes it (`-0.005`, `19.990`, `5000`, `NaN`):
     /// from its digits when its significand fits 64 bits (`description` costs about 1.4 µs).
     public static func text(_ v: Decimal) -> String {
-        guard !v.isNaN, !v.isZero, (-64...64).contains(v.exponent) else { return v.description }
-        let significand = (v.significand as NSDecimalNumber).uint64Value
-        guard significand > 0, Decimal(significand) == v.significand else { return v.description }
+        guard (-64...64).contains(v.exponent), let significand = significand(of: v) else { return v.description }
         var digits = Array(String(significand).utf8)
         if v.exponent >= 0 {
             digits.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: v.exponent))
@@ -301,6 +299,14 @@ public enum ValueText {
         }
         if v.sign == .minus { digits.insert(UInt8(ascii: "-"), at: 0) }
         return String(decoding: digits, as: UTF8.self)
+    }
+
+    /// A decimal's significand (its digits, without sign or exponent: `v` is ±significand ×
+    /// 10^`v.exponent`) when it is not zero and fits 64 bits; nil for any other (and NaN).
+    public static func significand(of v: Decimal) -> UInt64? {
+        guard !v.isNaN, !v.isZero else { return nil }
+        let significand = (v.significand as NSDecimalNumber).uint64Value
+        return significand > 0 && Decimal(significand) == v.significand ? significand : nil
     }
 
     /// A double's shortest round-tripping text, with `nan`, `inf` and `-inf`.
