@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ObjectMigration", targets: ["ObjectMigration"]),
         .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
         .library(name: "StoreToolkit", targets: ["StoreToolkit"]),
+        .library(name: "Relational", targets: ["Relational"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "AtomicStore", targets: ["AtomicStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
@@ -44,6 +45,8 @@ let package = Package(
         // What backends that keep each object as one row share: row tables and row sources (the
         // contract's semantics over them), the binary codec, packed rows. Not the core's job.
         .target(name: "StoreToolkit", dependencies: ["ObjectModel", "ObjectStore"]),
+        // What the SQL backends share: the one predicate and sort compiler, through each engine's SQLDialect.
+        .target(name: "Relational", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore", log]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit"], path: "Backends/InMemory"),
@@ -51,7 +54,7 @@ let package = Package(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(
-            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "CSQLite", .product(name: "Crypto", package: "swift-crypto"), log],
+            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "Relational", "CSQLite", .product(name: "Crypto", package: "swift-crypto"), log],
             path: "Backends/SQLite"
         ),
         .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
@@ -59,7 +62,7 @@ let package = Package(
         // Through libpq, the PostgreSQL client library (its blocking API fits the synchronous store
         // contract), loaded when the first connection is made (LibPQ.swift): not linked.
         .target(
-            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", log], path: "Backends/PostgreSQL"
+            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "Relational", log], path: "Backends/PostgreSQL"
         ),
         .target(
             name: "AtomicStore",

@@ -47,7 +47,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
     /// transactions, so a snapshot reads them once, at its start).
     private let snapshotKeys: [String: Int64]
     /// Whether the server keeps text in UTF-8 (its `server_encoding`): string predicates and sorts
-    /// then run in SQL (``PostgreSQLView/unicodeComparison(_:_:_:)``).
+    /// then run in SQL (``PostgreSQLDialect``).
     let unicode: Bool
     /// The metadata row of the model's version hashes when the store opened: a save finds it
     /// unchanged, or the store was migrated or replaced meanwhile and the save is refused.

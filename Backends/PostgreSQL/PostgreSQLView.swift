@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import Relational
 import StoreToolkit
 
 /// The rows of one transaction, for the shared row-store semantics (validation, completion of
@@ -637,13 +638,10 @@ extension PostgreSQLView {
 
 extension PostgreSQLView {
     /// The keys of `entity`'s objects that may match `predicate`, from one SELECT whose WHERE holds
-    /// the predicate's translatable conjuncts with bound parameters; nil when none translates.
-    ///
-    /// Translated: a comparison of an attribute of the entity with a constant of its own kind —
-    /// integers (`==`, `!=`, `<`, `<=`, `>`, `>=`), strings, Booleans and UUIDs (`==`, `!=`),
-    /// without `[c]`/`[d]` — and nil tests. Each is widened so that SQL never leaves out an object
-    /// the evaluator would keep (a NULL passes every comparison but `== constant`); the evaluator
-    /// then tests the whole predicate on what SQL selects, so the answers are the evaluator's.
+    /// the predicate's translatable conjuncts (``PredicateCompiler``) with bound parameters; nil when
+    /// none translates. A conjunct is left out when it compares text by order or in part (a marked
+    /// string's bytes are not its text's), so SQL never leaves out an object the evaluator would
+    /// keep; the evaluator then tests the whole predicate on what SQL selects.
     func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? {
         guard let (sql, parameters) = try candidateQuery(of: entity, matching: predicate) else { return nil }
         let rows = try connection.query(sql, parameters)
@@ -653,12 +651,26 @@ extension PostgreSQLView {
     /// The SELECT of ``candidateKeys(of:matching:)``, or nil when nothing of `predicate` translates.
     private func candidateQuery(of entity: String, matching predicate: ObjectPredicate) throws -> (String, [PGParameter?])? {
         let columns = try columns(entity)
+        let compiler = compiler { name in
+            columns.entity.layout.attributeSlot(name).map { (PGConnection.quote(columns.attributes[$0]), columns.entity.layout.attributes[$0].type) }
+        }
         var parameters: [PGParameter?] = [.text(entity)]
         let conjuncts: [ObjectPredicate]
         if case .and(let parts) = predicate { conjuncts = parts } else { conjuncts = [predicate] }
-        let conditions = conjuncts.compactMap { condition($0, columns, &parameters) }
+        var conditions: [String] = []
+        for conjunct in conjuncts {
+            var text: Set<String> = []
+            let mark = parameters.count
+            guard let condition = compiler.condition(conjunct, &parameters, &text) else { continue }
+            if text.isEmpty { conditions.append("(\(condition))") } else { parameters.removeSubrange(mark...) }
+        }
         guard !conditions.isEmpty else { return nil }
         return ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
+    }
+
+    /// The one predicate compiler, for this server, reading columns through `resolve`.
+    func compiler(_ resolve: @escaping (String) -> (column: String, type: AttributeType)?) -> PredicateCompiler<PostgreSQLDialect> {
+        PredicateCompiler(dialect: PostgreSQLDialect(unicode: unicode), resolve: resolve)
     }
 
     /// PostgreSQL's plan (`EXPLAIN`) for what a fetch of `request` runs: the one SELECT of the whole
@@ -680,34 +692,6 @@ extension PostgreSQLView {
             lines += (0..<rows.count).compactMap { rows.text($0, 0) }
         }
         return lines
-    }
-
-    /// One comparison as SQL, or nil when it is not one SQL answers exactly.
-    private func condition(_ predicate: ObjectPredicate, _ columns: PostgreSQLLayout.EntityColumns, _ parameters: inout [PGParameter?]) -> String? {
-        guard case .comparison(let c) = predicate, c.quantifier == .direct, c.options.isEmpty,
-              case .keyPath(let name) = c.lhs, case .constant(let constant) = c.rhs,
-              let slot = columns.entity.layout.attributeSlot(name) else { return nil }
-        let column = PGConnection.quote(columns.attributes[slot])
-        let type = columns.entity.layout.attributes[slot].type
-        guard let constant else {
-            switch c.op {
-            case .equal: return "\(column) IS NULL"
-            case .notEqual: return "\(column) IS NOT NULL"
-            default: return nil
-            }
-        }
-        let fits: Bool
-        switch (type, constant) {
-        case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer): fits = true
-        case (.boolean, .boolean), (.uuid, .uuid): fits = c.op == .equal || c.op == .notEqual
-        case (.string, .string): fits = unicode && (c.op == .equal || c.op == .notEqual)
-        default: fits = false
-        }
-        guard fits, let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
-        parameters.append(PostgreSQLValues.parameter(constant))
-        let comparison = type == .string ? Self.unicodeComparison(column, sqlOperator, parameters.count)
-            : "\(column) \(sqlOperator) $\(parameters.count)"
-        return c.op == .equal ? comparison : "(\(column) IS NULL OR \(comparison))"
     }
 }
 
@@ -778,8 +762,8 @@ extension PostgreSQLView {
         var parameters: [PGParameter?] = kinds.map { .text($0) }
         var conditions = ["entity IN (" + kinds.indices.map { "$\($0 + 1)" }.joined(separator: ", ") + ")"]
         if let predicate = request.predicate {
-            guard let condition = exactCondition(predicate, resolve, &parameters, &orderedText) else { return nil }
-            conditions.append(condition)
+            guard let condition = compiler(resolve).condition(predicate, &parameters, &orderedText) else { return nil }
+            conditions.append("(\(condition))")
         }
         let table = "FROM \(location.qualified(columns.table)) WHERE "
         return Selection(from: table + conditions.joined(separator: " AND "), parameters: parameters,
@@ -808,58 +792,6 @@ extension PostgreSQLView {
         return { found[$0] }
     }
 
-    /// A predicate as a two-valued SQL condition that holds exactly where the evaluator says true,
-    /// or nil. Translated: `AND`, `OR`, `NOT`, constants, and comparisons of an attribute with a
-    /// constant of its kind, without options or quantifiers: integers and Booleans (`==`, `!=`; and
-    /// for integers `<`, `<=`, `>`, `>=`), strings (all six, as ``unicodeComparison(_:_:_:)`` compares them),
-    /// doubles and dates by order (a NaN compares false), and nil tests. A missing value is unequal to every constant and fails every order comparison.
-    private func exactCondition(_ predicate: ObjectPredicate, _ resolve: (String) -> (column: String, type: AttributeType)?,
-                                _ parameters: inout [PGParameter?], _ orderedText: inout Set<String>) -> String? {
-        switch predicate {
-        case .constant(let value): return value ? "TRUE" : "FALSE"
-        case .and(let parts), .or(let parts):
-            guard !parts.isEmpty else { if case .and = predicate { return "TRUE" } else { return "FALSE" } }
-            var translated: [String] = []
-            for part in parts {
-                guard let condition = exactCondition(part, resolve, &parameters, &orderedText) else { return nil }
-                translated.append(condition)
-            }
-            if case .and = predicate { return "(" + translated.joined(separator: " AND ") + ")" }
-            return "(" + translated.joined(separator: " OR ") + ")"
-        case .not(let part):
-            return exactCondition(part, resolve, &parameters, &orderedText).map { "(NOT \($0))" }
-        case .comparison(let c):
-            guard c.quantifier == .direct, c.options.isEmpty, case .keyPath(let name) = c.lhs, case .constant(let constant) = c.rhs,
-                  let (column, type) = resolve(name) else { return nil }
-            guard let constant else {
-                switch c.op {
-                case .equal: return "(\(column) IS NULL)"
-                case .notEqual: return "(\(column) IS NOT NULL)"
-                default: return nil
-                }
-            }
-            let ordering = [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains(c.op)
-            switch (type, constant) {
-            case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer), (.boolean, .boolean):
-                guard c.op == .equal || c.op == .notEqual || (ordering && type != .boolean) else { return nil }
-            case (.double, .double), (.float, .double), (.date, .date):
-                // (A NaN constant never gets here: the predicate check refuses it before any fetch.)
-                guard ordering else { return nil }
-            case (.string, .string):
-                guard unicode else { return nil }
-                if ordering { orderedText.insert(column) }
-            default: return nil
-            }
-            guard let sqlOperator = ["==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="][c.op.rawValue] else { return nil }
-            parameters.append(PostgreSQLValues.parameter(constant))
-            let comparison = type == .string ? Self.unicodeComparison(column, sqlOperator, parameters.count)
-                : "\(column) \(sqlOperator) $\(parameters.count)"
-            if c.op == .notEqual { return "(\(column) IS NULL OR \(comparison))" }
-            let number = type == .double || type == .float || type == .date
-            return "(\(column) IS NOT NULL" + (number ? " AND \(column) <> 'NaN'" : "") + " AND \(comparison))"
-        }
-    }
-
     /// ORDER BY terms giving ``ValueOrdering/total(_:_:)``'s order for each descriptor (a missing
     /// value first, a NaN before other numbers, strings by their UTF-8 bytes), or nil when a key is
     /// not an attribute of a kind SQL orders exactly.
@@ -868,32 +800,6 @@ extension PostgreSQLView {
         guard let entity = model.entity(named: request.entityName) else { return nil }
         let kinds = (request.includesSubentities ? entity.kindNames : [entity.name]).filter { model.entity(named: $0)?.isAbstract == false }
         guard let resolve = try sharedColumns(entity, kinds) else { return nil }
-        var terms: [String] = []
-        for descriptor in descriptors {
-            guard let (column, type) = resolve(descriptor.keyPath) else { return nil }
-            let (up, down) = descriptor.ascending ? ("ASC", "DESC") : ("DESC", "ASC")
-            terms.append("(\(column) IS NOT NULL) \(up)")
-            switch type {
-            case .integer16, .integer32, .integer64, .boolean:
-                terms.append("\(column) \(up)")
-            case .double, .float, .date:
-                terms.append("(\(column) = 'NaN') \(down)")
-                terms.append("\(column) \(up)")
-            case .string where unicode:
-                // By their bytes as stored (the evaluator's order wherever it is one: two spellings
-                // of one text, NFC and NFD, are equal to it, yet sort by their bytes against others).
-                terms.append("\(column) COLLATE \"C\" \(up)")
-                orderedText.insert(column)
-            default:
-                return nil
-            }
-        }
-        return terms
-    }
-
-    /// `column operator $parameter` for text exactly as the evaluator compares strings: by UTF-8
-    /// bytes as stored (`COLLATE "C"` on a UTF-8 server), equality too (two spellings of "é" differ).
-    static func unicodeComparison(_ column: String, _ sqlOperator: String, _ parameter: Int) -> String {
-        "\(column) COLLATE \"C\" \(sqlOperator) $\(parameter)::text COLLATE \"C\""
+        return compiler(resolve).order(descriptors, &orderedText)
     }
 }

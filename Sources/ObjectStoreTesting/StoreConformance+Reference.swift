@@ -20,6 +20,13 @@ extension StoreConformance {
         "NOT (double > 0)", "i32 BETWEEN {-5, 200000}", "payload != nil", "name == nil", "TRUEPREDICATE", "FALSEPREDICATE",
         "double == 0", "double == -0.0", "double < 0.5", "double >= 0", "float <= 0", "date == '2001-01-01T00:00:00Z'",
         "date < '2001-01-01T00:00:01Z'",
+        // Negations (a missing value passes them), text by order and in part, and lists.
+        "string != 'héllo wörld'", "NOT string BEGINSWITH 'hé'", "NOT string CONTAINS 'nul'", "string ENDSWITH ''",
+        "string CONTAINS ''", "string BETWEEN {'a', 'm'}", "string >= 'Zo'", "string CONTAINS 'nul'", "string ENDSWITH 'nul'",
+        "string BEGINSWITH 'Zo'", "NOT string < 'b'", "uuid != 'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'", "double != 0",
+        "NOT (double <= 3)", "double > -1 AND double < 1e308", "float IN {2.5, 0}", "NOT double IN {0, 2}", "double BETWEEN {-1, 0}",
+        "i16 != -12", "NOT i64 IN {0, 9000000000}", "flag IN {YES}", "flag != nil AND NOT flag == NO", "i32 > 100000.5",
+        "i64 BETWEEN {0, 9223372036854775807}", "NOT (i16 < 0 OR name == 'max')",
     ]
 
     /// Predicates whose constant is a value of the attribute's own type (not text to convert), so a
@@ -32,6 +39,15 @@ extension StoreConformance {
         // One letter spelled two ways (composed, and "e" with a combining accent): equal only to itself.
         .compare("string", .equal, .string("\u{E9}")), .compare("string", .equal, .string("e\u{301}")),
         .compare("string", .lessThan, .string("z")), .compare("string", .greaterThanOrEqual, .string("e\u{301}")),
+        .compare("date", .notEqual, .date(Date(timeIntervalSinceReferenceDate: 0))),
+        .comparison(Comparison(.keyPath("date"), .between, .list([.constant(.date(Date(timeIntervalSinceReferenceDate: -1))),
+                                                                   .constant(.date(Date(timeIntervalSinceReferenceDate: 7e8)))]))),
+        .comparison(Comparison(.keyPath("date"), .in, .list([.constant(.date(Date(timeIntervalSinceReferenceDate: 0))),
+                                                              .constant(.date(Date.distantFuture))]))),
+        // Text holding U+0000 or U+FFFF, which a backend may store marked.
+        .compare("string", .contains, .string("\u{0}nul")), .compare("string", .endsWith, .string("\u{0}nul")),
+        .compare("string", .beginsWith, .string("Zo")), .compare("string", .endsWith, .string("rtl \u{0}nul")), .compare("string", .lessThan, .string("\u{FFFF}")),
+        .compare("string", .equal, .string("Zoë 👩‍👩‍👧 ∑ 日本語 \u{202E}rtl \u{0}nul")),
     ]
 
     /// Sort keys over every sortable attribute type.
