@@ -1,6 +1,7 @@
 import Foundation
 import ObjectModel
 import ObjectStore
+import Relational
 
 extension PostgreSQLStore: AggregateFetching {
     /// One `SELECT … GROUP BY … ORDER BY` where the server gives exactly the reference's answer: a
@@ -25,74 +26,21 @@ extension PostgreSQLView {
         guard let selection = try exactSelection(fetch, model: model, orderedText: &orderedText),
               let resolve = try sharedColumns(entity, kinds),
               try !holdsMarkedText(orderedText, selection.kinds.from, selection.kinds.parameters) else { return nil }
-        let exact: Set<AttributeType> = [.integer16, .integer32, .integer64, .boolean]
-        var groups: [String] = []
-        for attribute in plan.groupAttributes {
-            guard exact.contains(attribute.type), let (column, _) = resolve(attribute.name) else { return nil }
-            groups.append(column)
-        }
-        var terms: [String] = []
-        for (expression, attribute) in zip(request.expressions, plan.expressionAttributes) {
-            guard let attribute else {
-                terms.append("count(*)")
-                continue
-            }
-            guard let (column, type) = resolve(attribute.name) else { return nil }
-            switch expression.function {
-            case .count:
-                terms.append("count(\(column))")
-            case .sum, .average:
-                guard AggregatePlan.isInteger(attribute) else { return nil }
-                terms.append("sum(\(column))::text")
-                terms.append("count(\(column))")
-            case .min, .max:
-                guard exact.contains(type) else { return nil }
-                let function = type == .boolean ? (expression.function == .min ? "bool_and" : "bool_or") : expression.function.rawValue
-                terms.append("\(function)(\(column))")
-            }
-        }
-        var sql = "SELECT \((groups + terms).joined(separator: ", ")) \(selection.from)"
-        if !groups.isEmpty {
-            sql += " GROUP BY \(groups.joined(separator: ", ")) ORDER BY \(groups.map { "\($0) ASC NULLS FIRST" }.joined(separator: ", "))"
-        }
-        let rows = try connection.query(sql, selection.parameters)
-        func value(_ row: Int, _ column: Int, _ type: AttributeType) throws -> Value? {
-            guard let text = rows.text(row, column) else { return nil }
-            if type == .boolean { return .boolean(text == "t") }
-            guard let integer = Int64(text) else {
-                throw StoreError(.corrupt, "\(request.entityName): the server answered \(String(reflecting: text)) for an integer", url: location.url)
-            }
-            return .integer(integer)
-        }
+        guard let aggregate = AggregateQuery(plan, dialect: PostgreSQLDialect(unicode: unicode), resolve: resolve) else { return nil }
+        let rows = try connection.query("SELECT \(aggregate.selectList) \(selection.from)\(aggregate.clauses)", selection.parameters)
         return try (0..<rows.count).map { r in
-            var group: [String: Value] = [:]
-            var index = 0
-            for attribute in plan.groupAttributes {
-                group[attribute.name] = try value(r, index, attribute.type)
-                index += 1
-            }
-            var values: [String: Value] = [:]
-            for (expression, attribute) in zip(request.expressions, plan.expressionAttributes) {
-                switch expression.function {
-                case .count:
-                    values[expression.name] = .integer(rows.int64(r, index) ?? 0)
-                    index += 1
-                case .sum, .average:
-                    let count = rows.int64(r, index + 1) ?? 0
-                    var sum: Int64 = 0
-                    if let text = rows.text(r, index) {
-                        guard let exact = Int64(text) else { throw StoreError(.invalidFetch, "\(request.entityName).\(attribute!.name): the sum leaves 64 bits") }
-                        sum = exact
-                    }
-                    values[expression.name] = expression.function == .sum ? .integer(sum)
-                        : count == 0 ? nil : .double(Double(sum) / Double(count))
-                    index += 2
-                case .min, .max:
-                    values[expression.name] = try value(r, index, attribute!.type)
-                    index += 1
+            try aggregate.row(count: { rows.int64(r, $0) ?? 0 }, sum: { index, attribute in
+                guard let text = rows.text(r, index) else { return nil }
+                guard let exact = Int64(text) else { throw StoreError(.invalidFetch, "\(request.entityName).\(attribute.name): the sum leaves 64 bits") }
+                return exact
+            }, value: { index, attribute in
+                guard let text = rows.text(r, index) else { return nil }
+                if attribute.type == .boolean { return .boolean(text == "t") }
+                guard let integer = Int64(text) else {
+                    throw StoreError(.corrupt, "\(request.entityName): the server answered \(String(reflecting: text)) for an integer", url: location.url)
                 }
-            }
-            return AggregateRow(group: group, values: values)
+                return .integer(integer)
+            })
         }
     }
 }

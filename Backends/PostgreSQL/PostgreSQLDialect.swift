@@ -84,4 +84,19 @@ struct PostgreSQLDialect: SQLDialect {
         default: return nil
         }
     }
+
+    /// Integers and Booleans. Not text, whose stored bytes may be escaped; nor floating-point values and dates.
+    func aggregatesExactly(_ type: AttributeType) -> Bool {
+        [.integer16, .integer32, .integer64, .boolean].contains(type)
+    }
+
+    func extreme(_ function: AggregateFunction, _ column: String, _ type: AttributeType) -> String {
+        guard type == .boolean else { return "\(function.rawValue)(\(column))" }
+        return function == .min ? "bool_and(\(column))" : "bool_or(\(column))"
+    }
+
+    /// As text: `sum` of `bigint` is `numeric`, exact past 64 bits, which the reader then refuses.
+    func exactSum(_ column: String) -> String { "sum(\(column))::text" }
+
+    func groupOrder(_ column: String) -> String { "\(column) ASC NULLS FIRST" }
 }

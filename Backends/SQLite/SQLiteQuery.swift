@@ -104,6 +104,12 @@ struct SQLiteDialect: SQLDialect {
         terms.append("\(operand(column, type)) \(direction)")
         return terms
     }
+
+    /// Integers, Booleans and strings (the binary collation orders UTF-8 bytes, as ``ValueOrdering``
+    /// does). Not floating-point values, which the store keeps NaN and -0 of in forms of their own, nor dates.
+    func aggregatesExactly(_ type: AttributeType) -> Bool {
+        [.integer16, .integer32, .integer64, .boolean, .string].contains(type)
+    }
 }
 
 /// A fetch's predicate and sort for one entity of a SQLite store, in SQL where SQL gives exactly

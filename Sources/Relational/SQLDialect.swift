@@ -3,7 +3,7 @@ import ObjectModel
 import ObjectStore
 
 /// What one SQL engine does differently, for the one predicate compiler both SQL backends use
-/// (``PredicateCompiler``): how parameters are spelled and bound, how a column of each attribute
+/// (``PredicateCompiler``) and their aggregate fetches: how parameters are spelled and bound, how a column of each attribute
 /// type compares and orders, and which comparisons it answers exactly as ``PredicateEvaluator`` does.
 ///
 /// A dialect answers nil (or false) for what its engine cannot answer exactly; the compiler then
@@ -58,6 +58,20 @@ public protocol SQLDialect: Sendable {
     /// ORDER BY terms that put the values of `column` of `type` in ``ValueOrdering/total(_:_:)``'s
     /// order (a missing value first), reversed when not `ascending`; nil when SQL cannot.
     func orderTerms(_ column: String, _ type: AttributeType, ascending: Bool) -> [String]?
+
+    /// Whether SQL groups values of `type`, and finds their least and greatest, exactly as the
+    /// reference does (``ValueOrdering/total(_:_:)``'s order and equality).
+    func aggregatesExactly(_ type: AttributeType) -> Bool
+
+    /// The least (`min`) or greatest (`max`) value of `column` of `type`. By default `min(column)`.
+    func extreme(_ function: AggregateFunction, _ column: String, _ type: AttributeType) -> String
+
+    /// The exact sum of an integer `column`, as a term the engine's row reader gives as a 64-bit
+    /// integer (or fails on). By default `sum(column)`.
+    func exactSum(_ column: String) -> String
+
+    /// A group's column in the ORDER BY of grouped answers: a missing value first. By default `column`.
+    func groupOrder(_ column: String) -> String
 }
 
 extension SQLDialect {
@@ -66,4 +80,7 @@ extension SQLDialect {
     public func operand(_ column: String, _ type: AttributeType) -> String { column }
     public func operand(parameter placeholder: String, _ type: AttributeType) -> String { placeholder }
     public func evaluatorComparison(_ op: Comparison.Operator, _ options: Comparison.Options, _ operand: String, _ placeholder: String) -> String? { nil }
+    public func extreme(_ function: AggregateFunction, _ column: String, _ type: AttributeType) -> String { "\(function.rawValue)(\(column))" }
+    public func exactSum(_ column: String) -> String { "sum(\(column))" }
+    public func groupOrder(_ column: String) -> String { column }
 }
