@@ -17,7 +17,7 @@ struct PostgreSQLView: RowSource {
     /// store filled in one go, which no other process writes.
     var touchesKeptRows = true
     /// Whether the server's text is UTF-8, so that SQL can compare strings as the evaluator does
-    /// (``PostgreSQLView/unicodeComparison(_:_:_:)``); otherwise string predicates and sorts stay in Swift.
+    /// (``PostgreSQLDialect``); otherwise string predicates and sorts stay in Swift.
     let unicode: Bool
 
     init(connection: PGConnection, layout: PostgreSQLLayout, location: PostgreSQLLocation, unicode: Bool) {
