@@ -31,12 +31,13 @@ struct PostgreSQLDialect: SQLDialect {
         }
     }
 
+    /// In parentheses: `BETWEEN`'s bounds take no `COLLATE` bare.
     func operand(_ column: String, _ type: AttributeType) -> String {
-        type == .string ? "\(column) COLLATE \"C\"" : column
+        type == .string ? "(\(column) COLLATE \"C\")" : column
     }
 
     func operand(parameter placeholder: String, _ type: AttributeType) -> String {
-        type == .string ? "\(placeholder)::text COLLATE \"C\"" : placeholder
+        type == .string ? "(\(placeholder)::text COLLATE \"C\")" : placeholder
     }
 
     /// `double precision` compares -0.0 equal to 0 and orders NaN above every number, so only the

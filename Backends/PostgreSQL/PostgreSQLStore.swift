@@ -269,6 +269,16 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         try read { try $0.scanBatch(entity, after: primaryKey, limit: limit) }
     }
 
+    /// Each batch one statement whose WHERE selects every object `predicate` matches
+    /// (``PostgreSQLView/scanCondition(_:matching:)``), where the predicate translates; the evaluator tests each.
+    public func scan(entity: String, matching predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try scanMatching(entity: entity, predicate, after: primaryKey, limit: limit) { after, size in
+            try read { view in
+                try view.scanBatch(entity, after: after, limit: size, narrowing: try view.scanCondition(entity, matching: predicate)).records
+            }
+        }
+    }
+
     public func save(_ changes: ChangeSet) throws {
         try save(changes, checkingReferences: true)
     }

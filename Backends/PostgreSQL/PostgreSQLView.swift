@@ -407,7 +407,9 @@ extension PostgreSQLView {
     /// ORDER BY pk LIMIT $3`, on the `(entity, pk)` index), each row's columns read straight into
     /// slots; a to-one whose target no longer exists is left out in SQL (a left join that finds
     /// no target). Memory stays bounded by `limit`.
-    func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+    ///
+    /// With `narrowing` (``scanCondition(_:matching:)``), only the rows its condition selects.
+    func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int, narrowing: ScanCondition? = nil) throws -> RecordBatch {
         let columns = try columns(entity)
         let description = columns.entity
         var batch = RecordBatch(entity: description, capacity: limit)
@@ -427,10 +429,11 @@ extension PostgreSQLView {
             select.append("t\(slot).pk")
             select.append("t\(slot).entity")
         }
-        let page = "SELECT * FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk > $2 ORDER BY pk LIMIT $3"
+        let condition = narrowing.map { " AND (\($0.sql))" } ?? ""
+        let page = "SELECT * FROM \(location.qualified(columns.table)) WHERE entity = $1 AND pk > $2\(condition) ORDER BY pk LIMIT $3"
         let rows = try connection.query(
             "SELECT \(select.joined(separator: ", ")) FROM (\(page)) x\(joins) ORDER BY x.pk",
-            [.text(entity), .text(String(primaryKey ?? Int64.min)), .text(String(limit))])
+            [.text(entity), .text(String(primaryKey ?? Int64.min)), .text(String(limit))] + (narrowing?.parameters ?? []))
         let width = layout.attributes.count
         let types = layout.attributes.map(\.type)
         for r in 0..<rows.count {
@@ -651,9 +654,7 @@ extension PostgreSQLView {
     /// The SELECT of ``candidateKeys(of:matching:)``, or nil when nothing of `predicate` translates.
     private func candidateQuery(of entity: String, matching predicate: ObjectPredicate) throws -> (String, [PGParameter?])? {
         let columns = try columns(entity)
-        let compiler = compiler { name in
-            columns.entity.layout.attributeSlot(name).map { (PGConnection.quote(columns.attributes[$0]), columns.entity.layout.attributes[$0].type) }
-        }
+        let compiler = compiler(columns)
         var parameters: [PGParameter?] = [.text(entity)]
         let conjuncts: [ObjectPredicate]
         if case .and(let parts) = predicate { conjuncts = parts } else { conjuncts = [predicate] }
@@ -666,6 +667,37 @@ extension PostgreSQLView {
         }
         guard !conditions.isEmpty else { return nil }
         return ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
+    }
+
+    /// A condition narrowing a scan of one entity (``scanBatch(_:after:limit:narrowing:)``): its SQL,
+    /// whose parameters are numbered from `$4`, and those parameters.
+    struct ScanCondition {
+        let sql: String
+        let parameters: [PGParameter?]
+    }
+
+    /// The condition of a scan of exactly `entity` that selects every object `predicate` matches:
+    /// the predicate in SQL, or its top-level conjuncts that translate; nil when none does. Rows
+    /// whose text the condition would read by its bytes in order or in part, where that text is
+    /// stored marked, are selected too (their bytes are not their text's). The evaluator then
+    /// tests each row selected (``PersistentStore/scanMatching(entity:_:after:limit:candidates:)``).
+    func scanCondition(_ entity: String, matching predicate: ObjectPredicate) throws -> ScanCondition? {
+        let compiler = compiler(try columns(entity))
+        var parameters: [PGParameter?] = [nil, nil, nil]   // $1 to $3: the scan's own
+        var text: Set<String> = []
+        guard var sql = compiler.split(predicate, &parameters, &text).condition else { return nil }
+        if !text.isEmpty {
+            parameters.append(.text(PostgreSQLValues.markedPrefix))
+            sql = "(\(sql)) OR " + text.sorted().map { "left(\($0), 1) = $\(parameters.count)" }.joined(separator: " OR ")
+        }
+        return ScanCondition(sql: sql, parameters: Array(parameters.dropFirst(3)))
+    }
+
+    /// The compiler reading the columns of one entity's own attributes.
+    func compiler(_ columns: PostgreSQLLayout.EntityColumns) -> PredicateCompiler<PostgreSQLDialect> {
+        compiler { name in
+            columns.entity.layout.attributeSlot(name).map { (PGConnection.quote(columns.attributes[$0]), columns.entity.layout.attributes[$0].type) }
+        }
     }
 
     /// The one predicate compiler, for this server, reading columns through `resolve`.

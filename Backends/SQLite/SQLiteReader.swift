@@ -313,6 +313,16 @@ final class SQLiteReader: @unchecked Sendable {
                            arguments: [.integer(primaryKey ?? Int64.min)], limit: limit)
     }
 
+    /// A batch of ``scan(entity:after:limit:)`` narrowed by the part of `predicate` SQL answers
+    /// exactly: every object that matches it is among them.
+    func scan(entity name: String, narrowedBy predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        let entity = try self.entity(name)
+        let plan = SQLiteQuery(entity: name, schema: schema, model: model).plan(predicate)
+        return try records(table: entity.table, kinds: [entity.number],
+                           condition: "t.Z_PK > ?\(plan.arguments.count + 1)" + (plan.sql.map { " AND (\($0))" } ?? ""),
+                           arguments: plan.arguments + [.integer(primaryKey ?? Int64.min)], limit: limit)
+    }
+
     /// Where each slot of an entity's layout is in its table's SELECT list, worked out once.
     private struct SlotPlan {
         let attributes: [(column: Int32, type: AttributeType, name: String, external: Bool)]

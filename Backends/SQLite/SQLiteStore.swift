@@ -261,6 +261,13 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         try read { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit) }
     }
 
+    /// Each batch read with the part of `predicate` SQL answers in its WHERE; the evaluator tests the rest.
+    public func scan(entity: String, matching predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try scanMatching(entity: entity, predicate, after: primaryKey, limit: limit) { after, size in
+            try read { try $0.scan(entity: entity, narrowedBy: predicate, after: after, limit: size) }
+        }
+    }
+
     public func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
         try read { try $0.fetchBatches(request, batchSize: batchSize, body) }
     }

@@ -80,6 +80,10 @@ extension StoreConformance {
             let expected = try all.filter { try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: $0, store: store)) }.map(\.key)
             #expect(try store.fetch(FetchRequest(entity: "Item", predicate: predicate)).map(\.key) == expected, "\(format)")
             #expect(try store.count(FetchRequest(entity: "Item", predicate: predicate)) == expected.count, "count \(format)")
+            // A streaming scan of the matches, in batches small enough that some hold no match.
+            var scanned: [ObjectKey] = []
+            for batch in store.batches(of: "Item", matching: predicate, size: 2) { scanned += try batch.get().map(\.key) }
+            #expect(scanned == expected.filter { $0.entity == "Item" }.sorted(), "scan \(format)")
         }
         for sort in Self.typedSorts {
             var subjects = all.map { StoreSubject(record: $0, store: store) }

@@ -83,14 +83,13 @@ public enum JSONInterchange {
             try write(head + ": [")
             firstEntity = false
             var firstObject = true
+            // Without a page, the objects that match, a batch at a time (narrowed where the data is).
             let batches: AnySequence<Result<[ObjectRecord], any Error>> = page.map { page in AnySequence([.success(page[name] ?? [])]) }
-                ?? AnySequence(store.batches(of: name, size: options.batchSize))
+                ?? AnySequence(options.predicate.map { store.batches(of: name, matching: $0, size: options.batchSize) }
+                               ?? store.batches(of: name, size: options.batchSize))
             let toMany = entity.storedRelationships.filter(\.isToMany).map(\.name)
             for batch in batches {
-                var records = try batch.get()
-                if page == nil, let predicate = options.predicate {
-                    records = try records.filter { try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: $0, store: store)) }
-                }
+                let records = try batch.get()
                 // Each to-many side of the batch's objects in one read (a statement per batch on a server, not per object).
                 var members: [String: [[ObjectKey]]] = [:]
                 for name in toMany where !records.isEmpty {

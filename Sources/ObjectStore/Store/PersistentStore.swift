@@ -55,6 +55,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// for code that moves many objects (a migration, a conversion). The default reads
     /// records through `scan` and lays them out; a backend implements it to skip the records.
     func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch
+    /// The next batch of a streaming scan of the objects of exactly `entity` that `predicate`
+    /// matches: up to `limit` of them with primary keys above `primaryKey`, in ascending key
+    /// order, fewer only at the end. The default tests each object ``scan(entity:after:limit:)``
+    /// gives; a backend that narrows the rows where the data is (SQL) reads fewer, through
+    /// ``scanMatching(entity:_:after:limit:candidates:)``.
+    /// - Throws: `StoreError` with code `invalidFetch` for a predicate that does not apply to `entity`.
+    func scan(entity: String, matching predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord]
     /// The objects ``fetch(_:)`` returns for `request`, in the same order, values by slot: the
     /// batch form, for a reader that turns many objects into its own representation (a context
     /// making managed objects) without a record per object. `body` gets them a batch at a time:
@@ -182,6 +189,35 @@ extension PersistentStore {
         return batch
     }
 
+    /// Each object of ``scan(entity:after:limit:)`` tested by the evaluator.
+    public func scan(entity: String, matching predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
+        try scanMatching(entity: entity, predicate, after: primaryKey, limit: limit) { try scan(entity: entity, after: $0, limit: $1) }
+    }
+
+    /// Up to `limit` objects of exactly `entity` that `predicate` matches, with keys above
+    /// `primaryKey`, in key order (``scan(entity:matching:after:limit:)``), from batches of
+    /// candidates: `candidates(after, n)` gives up to `n` objects of `entity` with keys above
+    /// `after`, in key order, among them every object that matches (a backend's narrowing in SQL).
+    /// Each candidate is tested by ``PredicateEvaluator``, so the answer is the evaluator's.
+    public func scanMatching(entity: String, _ predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int,
+                             candidates: (Int64?, Int) throws -> [ObjectRecord]) throws -> [ObjectRecord] {
+        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+        try PredicateEvaluator.check(predicate, on: description, in: model)
+        var found: [ObjectRecord] = []
+        var last = primaryKey
+        let size = Swift.max(1, limit)
+        while found.count < limit {
+            let batch = try candidates(last, size)
+            for record in batch where try PredicateEvaluator.evaluate(predicate, on: StoreSubject(record: record, store: self)) {
+                found.append(record)
+                if found.count == limit { return found }
+            }
+            guard batch.count == size, let tail = batch.last?.key.primaryKey else { break }
+            last = tail
+        }
+        return found
+    }
+
     /// Bridges to ``fetch(_:)``: a backend that implements only the record forms keeps working.
     public func fetchBatches(_ request: FetchRequest, batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
         try RecordBatch.runs(of: fetch(request), batchSize: batchSize, in: model, body)
@@ -230,6 +266,12 @@ extension PersistentStore {
     public func batches(of entity: String, size: Int = 1_000) -> StoreScan {
         StoreScan(store: self, entity: entity, batchSize: size)
     }
+
+    /// The objects of exactly `entity` that `predicate` matches, in batches of `size` in
+    /// primary-key order (``scan(entity:matching:after:limit:)``): memory stays bounded by a batch.
+    public func batches(of entity: String, matching predicate: ObjectPredicate, size: Int = 1_000) -> StoreScan {
+        StoreScan(store: self, entity: entity, batchSize: size, predicate: predicate)
+    }
 }
 
 /// A streaming scan over one entity, a batch at a time (see ``PersistentStore/scan(entity:after:limit:)``).
@@ -237,20 +279,23 @@ public struct StoreScan: Sequence, IteratorProtocol {
     let store: any PersistentStore
     let entity: String
     let batchSize: Int
+    let predicate: ObjectPredicate?
     private var last: Int64?
     private var finished = false
 
-    init(store: any PersistentStore, entity: String, batchSize: Int) {
+    init(store: any PersistentStore, entity: String, batchSize: Int, predicate: ObjectPredicate? = nil) {
         self.store = store
         self.entity = entity
         self.batchSize = Swift.max(1, batchSize)
+        self.predicate = predicate
     }
 
     /// The next batch (never empty), a failure, or nil at the end.
     public mutating func next() -> Result<[ObjectRecord], any Error>? {
         guard !finished else { return nil }
         do {
-            let batch = try store.scan(entity: entity, after: last, limit: batchSize)
+            let batch = try predicate.map { try store.scan(entity: entity, matching: $0, after: last, limit: batchSize) }
+                ?? store.scan(entity: entity, after: last, limit: batchSize)
             if batch.count < batchSize { finished = true }
             guard let tail = batch.last else { return nil }
             last = tail.key.primaryKey
