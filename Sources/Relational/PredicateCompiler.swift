@@ -2,7 +2,7 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// Translates predicates and sort descriptors to SQL that gives exactly ``PredicateEvaluator``'s
+/// Translates predicates and sort descriptors to SQL that gives exactly `PredicateEvaluator`'s
 /// answers, for any engine through its ``SQLDialect``: the one translator of the SQL backends.
 ///
 /// A translated condition holds (is true) exactly where the evaluator says true; where the

@@ -4,7 +4,7 @@ import ObjectStore
 
 /// What one SQL engine does differently, for the one predicate compiler both SQL backends use
 /// (``PredicateCompiler``) and their aggregate fetches: how parameters are spelled and bound, how a column of each attribute
-/// type compares and orders, and which comparisons it answers exactly as ``PredicateEvaluator`` does.
+/// type compares and orders, and which comparisons it answers exactly as `PredicateEvaluator` does.
 ///
 /// A dialect answers nil (or false) for what its engine cannot answer exactly; the compiler then
 /// leaves that part of a predicate to the evaluator. A dialect never widens or narrows an answer.
@@ -55,12 +55,12 @@ public protocol SQLDialect: Sendable {
     /// `[c]` or `[d]`, `LIKE`, `MATCHES`); nil when the engine cannot call it.
     func evaluatorComparison(_ op: Comparison.Operator, _ options: Comparison.Options, _ operand: String, _ placeholder: String) -> String?
 
-    /// ORDER BY terms that put the values of `column` of `type` in ``ValueOrdering/total(_:_:)``'s
+    /// ORDER BY terms that put the values of `column` of `type` in `ValueOrdering.total(_:_:)`'s
     /// order (a missing value first), reversed when not `ascending`; nil when SQL cannot.
     func orderTerms(_ column: String, _ type: AttributeType, ascending: Bool) -> [String]?
 
     /// Whether SQL groups values of `type`, and finds their least and greatest, exactly as the
-    /// reference does (``ValueOrdering/total(_:_:)``'s order and equality).
+    /// reference does (`ValueOrdering.total(_:_:)`'s order and equality).
     func aggregatesExactly(_ type: AttributeType) -> Bool
 
     /// The least (`min`) or greatest (`max`) value of `column` of `type`. By default `min(column)`.
