@@ -24,7 +24,9 @@ struct SQLiteDialect: SQLDialect {
     func compares(_ type: AttributeType, with value: Value, ordering: Bool) -> Bool {
         switch (type, value) {
         case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer): true
-        case (.integer16, .double(let d)), (.integer32, .double(let d)), (.integer64, .double(let d)): d.isFinite
+        // The evaluator compares `Double(integer)` with the double, which rounds integers past 2^53;
+        // SQLite compares exactly. Below 2^53 in magnitude the rounding cannot cross the constant.
+        case (.integer16, .double(let d)), (.integer32, .double(let d)), (.integer64, .double(let d)): d.magnitude < 0x1p53
         case (.string, .string), (.uuid, .uuid), (.binaryData, .data): true
         case (.boolean, .boolean): !ordering
         default: false

@@ -26,7 +26,8 @@ extension StoreConformance {
         "string BEGINSWITH 'Zo'", "NOT string < 'b'", "uuid != 'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'", "double != 0",
         "NOT (double <= 3)", "double > -1 AND double < 1e308", "float IN {2.5, 0}", "NOT double IN {0, 2}", "double BETWEEN {-1, 0}",
         "i16 != -12", "NOT i64 IN {0, 9000000000}", "flag IN {YES}", "flag != nil AND NOT flag == NO", "i32 > 100000.5",
-        "i64 BETWEEN {0, 9223372036854775807}", "NOT (i16 < 0 OR name == 'max')",
+        "i64 BETWEEN {0, 9223372036854775807}", "NOT (i16 < 0 OR name == 'max')", "i64 == 9.223372036854776e18",
+        "NOT i64 == 9.223372036854776e18", "i64 >= 9.2e18",
     ]
 
     /// Predicates whose constant is a value of the attribute's own type (not text to convert), so a
