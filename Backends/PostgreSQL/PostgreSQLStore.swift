@@ -270,11 +270,11 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
     }
 
     /// Each batch one statement whose WHERE selects every object `predicate` matches
-    /// (``PostgreSQLView/scanCondition(_:matching:)``), where the predicate translates; the evaluator tests each.
+    /// (``PostgreSQLView/narrowing(_:matching:after:)``), where the predicate translates; the evaluator tests each.
     public func scan(entity: String, matching predicate: ObjectPredicate, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
         try scanMatching(entity: entity, predicate, after: primaryKey, limit: limit) { after, size in
             try read { view in
-                try view.scanBatch(entity, after: after, limit: size, narrowing: try view.scanCondition(entity, matching: predicate)).records
+                try view.scanBatch(entity, after: after, limit: size, narrowing: try view.narrowing(entity, matching: predicate, after: 3)).records
             }
         }
     }

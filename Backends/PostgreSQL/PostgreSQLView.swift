@@ -408,8 +408,8 @@ extension PostgreSQLView {
     /// slots; a to-one whose target no longer exists is left out in SQL (a left join that finds
     /// no target). Memory stays bounded by `limit`.
     ///
-    /// With `narrowing` (``scanCondition(_:matching:)``), only the rows its condition selects.
-    func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int, narrowing: ScanCondition? = nil) throws -> RecordBatch {
+    /// With `narrowing` (``narrowing(_:matching:after:)``, after 3), only the rows it selects.
+    func scanBatch(_ entity: String, after primaryKey: Int64?, limit: Int, narrowing: Narrowing? = nil) throws -> RecordBatch {
         let columns = try columns(entity)
         let description = columns.entity
         var batch = RecordBatch(entity: description, capacity: limit)
@@ -640,11 +640,9 @@ extension PostgreSQLView {
 // MARK: Predicates in SQL
 
 extension PostgreSQLView {
-    /// The keys of `entity`'s objects that may match `predicate`, from one SELECT whose WHERE holds
-    /// the predicate's translatable conjuncts (``PredicateCompiler``) with bound parameters; nil when
-    /// none translates. A conjunct is left out when it compares text by order or in part (a marked
-    /// string's bytes are not its text's), so SQL never leaves out an object the evaluator would
-    /// keep; the evaluator then tests the whole predicate on what SQL selects.
+    /// The keys of `entity`'s objects that may match `predicate`, from one SELECT whose WHERE is
+    /// the predicate's narrowing (``narrowing(_:matching:after:)``); nil when nothing translates.
+    /// The evaluator then tests the whole predicate on what SQL selects.
     func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? {
         guard let (sql, parameters) = try candidateQuery(of: entity, matching: predicate) else { return nil }
         let rows = try connection.query(sql, parameters)
@@ -653,44 +651,35 @@ extension PostgreSQLView {
 
     /// The SELECT of ``candidateKeys(of:matching:)``, or nil when nothing of `predicate` translates.
     private func candidateQuery(of entity: String, matching predicate: ObjectPredicate) throws -> (String, [PGParameter?])? {
-        let columns = try columns(entity)
-        let compiler = compiler(columns)
-        var parameters: [PGParameter?] = [.text(entity)]
-        let conjuncts: [ObjectPredicate]
-        if case .and(let parts) = predicate { conjuncts = parts } else { conjuncts = [predicate] }
-        var conditions: [String] = []
-        for conjunct in conjuncts {
-            var text: Set<String> = []
-            let mark = parameters.count
-            guard let condition = compiler.condition(conjunct, &parameters, &text) else { continue }
-            if text.isEmpty { conditions.append("(\(condition))") } else { parameters.removeSubrange(mark...) }
-        }
-        guard !conditions.isEmpty else { return nil }
-        return ("SELECT pk FROM \(location.qualified(columns.table)) WHERE entity = $1 AND \(conditions.joined(separator: " AND ")) ORDER BY pk", parameters)
+        guard let narrowing = try narrowing(entity, matching: predicate, after: 1) else { return nil }
+        let table = location.qualified(try columns(entity).table)
+        return ("SELECT pk FROM \(table) WHERE entity = $1 AND (\(narrowing.sql)) ORDER BY pk", [.text(entity)] + narrowing.parameters)
     }
 
-    /// A condition narrowing a scan of one entity (``scanBatch(_:after:limit:narrowing:)``): its SQL,
-    /// whose parameters are numbered from `$4`, and those parameters.
-    struct ScanCondition {
+    /// A condition on one entity's rows that selects every object a predicate matches, and may
+    /// select more (``narrowing(_:matching:after:)``).
+    struct Narrowing {
+        /// The SQL, whose parameters are numbered after the statement's own.
         let sql: String
+        /// Its parameters.
         let parameters: [PGParameter?]
     }
 
-    /// The condition of a scan of exactly `entity` that selects every object `predicate` matches:
+    /// The condition on exactly `entity`'s rows that selects every object `predicate` matches:
     /// the predicate in SQL, or its top-level conjuncts that translate; nil when none does. Rows
     /// whose text the condition would read by its bytes in order or in part, where that text is
-    /// stored marked, are selected too (their bytes are not their text's). The evaluator then
-    /// tests each row selected (``PersistentStore/scanMatching(entity:_:after:limit:candidates:)``).
-    func scanCondition(_ entity: String, matching predicate: ObjectPredicate) throws -> ScanCondition? {
+    /// stored marked, are selected too (their bytes are not their text's). Its parameters are
+    /// numbered after the statement's own `reserved` ones. The evaluator then tests each row selected.
+    func narrowing(_ entity: String, matching predicate: ObjectPredicate, after reserved: Int) throws -> Narrowing? {
         let compiler = compiler(try columns(entity))
-        var parameters: [PGParameter?] = [nil, nil, nil]   // $1 to $3: the scan's own
+        var parameters = [PGParameter?](repeating: nil, count: reserved)
         var text: Set<String> = []
         guard var sql = compiler.split(predicate, &parameters, &text).condition else { return nil }
         if !text.isEmpty {
             parameters.append(.text(PostgreSQLValues.markedPrefix))
             sql = "(\(sql)) OR " + text.sorted().map { "left(\($0), 1) = $\(parameters.count)" }.joined(separator: " OR ")
         }
-        return ScanCondition(sql: sql, parameters: Array(parameters.dropFirst(3)))
+        return Narrowing(sql: sql, parameters: Array(parameters.dropFirst(reserved)))
     }
 
     /// The compiler reading the columns of one entity's own attributes.

@@ -125,13 +125,7 @@ public struct PredicateCompiler<Dialect: SQLDialect> {
         // String comparisons SQL has no form of: the evaluator's own code, where the engine can call it.
         if type == .string, case .constant(.string(let s)?) = c.rhs, !c.options.isEmpty || c.op == .like || c.op == .matches {
             guard c.op != .in, c.op != .between else { return nil }
-            let start = parameters.count
-            parameters.append(dialect.parameter(.string(s), comparedWith: type))
-            guard let sql = dialect.evaluatorComparison(c.op, c.options, operand, dialect.placeholder(parameters.count)) else {
-                parameters.removeSubrange(start...)
-                return nil
-            }
-            return sql
+            return bound(.string(s), type, &parameters) { dialect.evaluatorComparison(c.op, c.options, operand, $0) }
         }
         guard c.options.isEmpty else { return nil }
         switch (c.op, c.rhs) {
@@ -168,16 +162,21 @@ public struct PredicateCompiler<Dialect: SQLDialect> {
             guard type == .string, case .string(let s) = constants[0] else { return nil }
             // Every text begins with, ends with and contains the empty text.
             if s.isEmpty { return "\(operand) IS NOT NULL" }
-            let start = parameters.count
-            parameters.append(dialect.parameter(constants[0], comparedWith: type))
-            guard let sql = dialect.textPart(c.op, operand, dialect.placeholder(parameters.count)) else {
-                parameters.removeSubrange(start...)
-                return nil
-            }
-            return sql
+            return bound(constants[0], type, &parameters) { dialect.textPart(c.op, operand, $0) }
         case .notEqual, .like, .matches:
             return nil
         }
+    }
+
+    /// What `make` builds on `value` bound as a parameter (its bare placeholder); nil, and the
+    /// parameter taken back, when it builds nothing.
+    private func bound(_ value: Value, _ type: AttributeType, _ parameters: inout [Dialect.Parameter], _ make: (String) -> String?) -> String? {
+        parameters.append(dialect.parameter(value, comparedWith: type))
+        guard let sql = make(dialect.placeholder(parameters.count)) else {
+            parameters.removeLast()
+            return nil
+        }
+        return sql
     }
 
     /// The constants of a comparison's right side (one, two for `BETWEEN`, any number for `IN`),

@@ -758,7 +758,9 @@ final class ExistingKeys {
         let outside = keys.filter { !Self.holdsAsBits($0.primaryKey) }
         if others.count + outside.count > 100_000 { others.removeAll(keepingCapacity: true) }
         others.formUnion(outside)
-        for key in keys where Self.holdsAsBits(key.primaryKey) { setBits(key.entity, [key.primaryKey]) }
+        for (entity, held) in Dictionary(grouping: keys.filter { Self.holdsAsBits($0.primaryKey) }, by: \.entity) {
+            setBits(entity, held.map(\.primaryKey))
+        }
     }
 
     /// Objects of `entity` read from the store: they exist.
