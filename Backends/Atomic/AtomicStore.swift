@@ -40,7 +40,7 @@ public final class AtomicStore: RecordTablesStore {
 
     let fileURL: URL
     let fileSystem: any AtomicFileSystem
-    private let state: Mutex<RecordTables?>
+    private let state: StoreState<RecordTables>
     /// The writer's lock, held from open to close (nil for a read-only store).
     private let writerLock: FileLock?
     /// Whether the tables changed since the file was last written (key counters
@@ -60,7 +60,7 @@ public final class AtomicStore: RecordTablesStore {
         self.deferredDurability = options.deferredDurability && !options.readOnly
         self.historyPolicy = HistoryPolicy(options)
         let exists = FileManager.default.fileExists(atPath: url.path)
-        if !exists, !options.createIfMissing || options.readOnly { throw StoreError(.notFound, "no atomic store", url: url) }
+        if !exists { try options.checkCreatable("atomic", url: url) }
         if exists, !options.readOnly, let mode = FileOperations.attributes(url)?.mode, mode & 0o200 == 0 {
             throw StoreError(.readOnly, "the file is read-only (mode \(String(mode, radix: 8))): open it read-only, or make it writable", url: url)
         }
@@ -76,11 +76,7 @@ public final class AtomicStore: RecordTablesStore {
                 // Taken before the file is read: a file replaced in between is read again later.
                 historySeen.withLock { $0 = FileOperations.identity(url) }
                 tables = try AtomicStoreType.load(url, inMemory: !options.readOnly)
-                let compatibility = tables.metadata.compatibility(with: model)
-                guard compatibility.isCompatible else {
-                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                     url: url, compatibility: compatibility)
-                }
+                try tables.metadata.checkCompatible(with: model, url: url)
             } else {
                 tables = RecordTables(metadata: try StoreMetadata(storeType: Self.typeName, model: model))
                 try AtomicStoreType.write(tables, to: url, fileSystem: fileSystem)
@@ -93,28 +89,23 @@ public final class AtomicStore: RecordTablesStore {
         }
         writerLock = lock
         identifier = tables.metadata.storeUUID ?? UUID()
-        state = Mutex(tables)
+        state = StoreState(tables, url: url, readOnly: options.readOnly)
     }
 
-    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        try checkWritable()
-        return try state.withLock { tables in
-            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-            let range = try tables!.allocatePrimaryKeys(entity: entity, count: count, model: model)
+    /// Moves the counter in memory only: it is recorded in the file by the next save, or at close.
+    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
+        try state.withLockForWriting { tables in
+            let result = try body(&tables.lastKey[root, default: 0])
             countersChanged.withLock { $0 = true }
-            return range
+            return result
         }
     }
 
     /// Closes the store, first writing what changed since the file was last written
     /// (key counters, and with deferred durability every save).
     public func close() throws {
-        try state.withLock { tables in
-            guard let current = tables else { return }
-            defer {
-                tables = nil
-                writerLock?.release()
-            }
+        try state.close { current in
+            defer { writerLock?.release() }
             if !isReadOnly, countersChanged.withLock({ $0 }) {
                 try AtomicStoreType.write(current, to: fileURL, fileSystem: fileSystem)
             }
@@ -122,10 +113,7 @@ public final class AtomicStore: RecordTablesStore {
     }
 
     public func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
-        try state.withLock { tables in
-            guard let tables else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-            return try body(tables)
-        }
+        try state.withLock { try body($0) }
     }
 
     /// The newest token. A writer holds the file's lock, so its tables are the file; a read-only
@@ -143,36 +131,29 @@ public final class AtomicStore: RecordTablesStore {
         guard isReadOnly else { return try readTables { $0 } }
         let now = FileOperations.identity(fileURL)
         return try state.withLock { tables in
-            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
             try historySeen.withLock { seen in
                 guard now != seen, let now else { return }
                 let fresh = try AtomicStoreType.load(fileURL, inMemory: false)
-                guard fresh.metadata.storeUUID == tables!.metadata.storeUUID else {
+                guard fresh.metadata.storeUUID == tables.metadata.storeUUID else {
                     throw StoreError(.storeReplaced, "another store replaced this one", url: fileURL)
                 }
                 tables = fresh
                 seen = now
             }
-            return tables!
+            return tables
         }
-    }
-
-    private func checkWritable() throws {
-        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: fileURL) }
     }
 
     /// Applies `body` to a copy, writes the copy to disk, and only then keeps it.
     public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
-        try checkWritable()
-        return try state.withLock { tables in
-            guard tables != nil else { throw StoreError(.closed, "the store is closed", url: fileURL) }
+        try state.withLockForWriting { tables in
             if deferredDurability {
                 // Nothing to write yet: change the tables in place (the body is all or nothing).
-                let result = try body(&tables!)
+                let result = try body(&tables)
                 countersChanged.withLock { $0 = true }
                 return result
             }
-            var copy = tables!
+            var copy = tables
             let result = try body(&copy)
             try AtomicStoreType.write(copy, to: fileURL, fileSystem: fileSystem)
             countersChanged.withLock { $0 = false }

@@ -33,7 +33,8 @@ public final class InMemoryStore: RecordTablesStore {
     public let historyPolicy: HistoryPolicy
 
     let database: MemoryDatabase
-    private let isClosed = Atomic<Bool>(false)
+    /// The database while the store is open.
+    private let state: StoreState<MemoryDatabase>
 
     /// Creates a fresh anonymous store with `model`.
     public convenience init(model: ManagedObjectModel) throws {
@@ -48,22 +49,18 @@ public final class InMemoryStore: RecordTablesStore {
             identifier = new.uuid
         } else {
             let metadata = try database.withTables { $0.metadata }
-            let compatibility = metadata.compatibility(with: model)
-            guard compatibility.isCompatible else {
-                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                 url: url, compatibility: compatibility)
-            }
+            try metadata.checkCompatible(with: model, url: url)
             identifier = metadata.storeUUID ?? UUID()
         }
         self.database = database
+        state = StoreState(database, url: url, readOnly: readOnly)
         self.url = url
         self.model = model
         self.isReadOnly = readOnly
     }
 
     public func metadata() throws -> StoreMetadata {
-        if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
-        return try database.withTables { $0.metadata }
+        try state.open().withTables { $0.metadata }
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
@@ -79,23 +76,16 @@ public final class InMemoryStore: RecordTablesStore {
         return try tablesSnapshot()
     }
 
-    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        try writeTables { try $0.allocatePrimaryKeys(entity: entity, count: count, model: model) }
-    }
-
     public func close() throws {
-        isClosed.store(true, ordering: .releasing)
+        try state.close()
     }
 
     public func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
-        if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
-        return try database.tables.withLock { try body($0) }
+        try state.open().tables.withLock { try body($0) }
     }
 
     public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
-        if isClosed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", url: url) }
-        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
-        let result = try database.tables.withLock { try body(&$0) }
+        let result = try state.openForWriting().tables.withLock { try body(&$0) }
         // No files to watch: observers of this store hear of the save from this process.
         HistoryNotifier.post()
         return result

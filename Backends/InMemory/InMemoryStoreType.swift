@@ -40,9 +40,7 @@ public struct InMemoryStoreType: StoreType {
             return try InMemoryStore(model: model)
         }
         let database = try NamedDatabases.shared.getOrCreate(url) {
-            guard options.createIfMissing, !options.readOnly else {
-                throw StoreError(.notFound, "no in-memory store", url: url)
-            }
+            try options.checkCreatable("in-memory", url: url)
             return MemoryDatabase(model: model)
         }
         return try InMemoryStore(database: database, url: url, model: model, options: options)

@@ -16,7 +16,7 @@ import Synchronization
 /// (`docs/lmdb-format.md`). Every save is one write transaction; the map grows
 /// on demand when it is full (`StoreOptions.settings["map_size"]` sets the
 /// first size of a new store, in bytes; 64 MiB by default).
-public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInserting {
+public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowInserting {
     /// The registered type name, `lmdb`.
     public static let typeName = "lmdb"
 
@@ -38,7 +38,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     let format: LMDBRowFormat
     /// The environment while the store is open. Calls take it out and run their transactions in
     /// it at once: reads in parallel, writes one at a time (``LMDBEnvironment``).
-    private let state: Mutex<LMDBEnvironment?>
+    private let state: StoreState<LMDBEnvironment>
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         fileURL = url
@@ -52,11 +52,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
             (environment, metadata) = try LMDBStoreType.openExisting(url, readOnly: options.readOnly, deferSync: options.deferredDurability)
             do {
                 try LMDBStoreType.mapping(url) { try environment.read { try LMDBRowFormat.checkVersion($0, url: url) } }
-                let compatibility = metadata.compatibility(with: model)
-                guard compatibility.isCompatible else {
-                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                     url: url, compatibility: compatibility)
-                }
+                try metadata.checkCompatible(with: model, url: url)
                 format = try LMDBStoreType.mapping(url) {
                     try environment.openDatabases(names, create: !options.readOnly)
                     return try environment.read { try LMDBRowFormat(reading: $0, model: model, url: url) }
@@ -66,7 +62,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
                 throw error
             }
         } else {
-            guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no LMDB store", url: url) }
+            try options.checkCreatable("LMDB", url: url)
             do {
                 let mapSize = options.settings["map_size"].flatMap(Int.init)
                 environment = try LMDBStoreType.mapping(url) { try LMDBEnvironment(path: url.path, readOnly: false, mapSize: mapSize, deferSync: options.deferredDurability) }
@@ -87,15 +83,12 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
             }
         }
         identifier = metadata.storeUUID ?? UUID()
-        state = Mutex(environment)
+        state = StoreState(environment, url: url, readOnly: options.readOnly)
     }
 
     /// The environment, or ``StoreError/Code/closed``.
     func environment() throws -> LMDBEnvironment {
-        try state.withLock { environment in
-            guard let environment else { throw StoreError(.closed, "the store is closed", url: fileURL) }
-            return environment
-        }
+        try state.open()
     }
 
     // MARK: Contract
@@ -104,41 +97,25 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
         try read { txn in try LMDBStoreType.readMetadata(txn, url: fileURL) }
     }
 
+    public func readRows<T>(_ body: (any RowSource) throws -> T) throws -> T {
+        try read { try body(view($0)) }
+    }
+
+    public func lastKey(of root: String) throws -> Int64 {
+        try read { try LMDBLayout.counter($0, root) }
+    }
+
+    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
+        try write { txn in
+            var last = try LMDBLayout.counter(txn, root)
+            let result = try body(&last)
+            try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
+            return result
+        }
+    }
+
     public func setMetadata(_ metadata: StoreMetadata) throws {
         try write { txn in try txn.put(LMDBLayout.meta, LMDBLayout.metadataKey, try PropertyListValue.binaryPropertyList(metadata.values)) }
-    }
-
-    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        try read { try view($0).fetch(request, model: model) }
-    }
-
-    public func count(_ request: FetchRequest) throws -> Int {
-        try read { try view($0).count(request, model: model) }
-    }
-
-    public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { try view($0).record(for: key, model: model) }
-    }
-
-    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try view($0).relatedKeys(of: key, relationship: relationship, model: model) }
-    }
-
-    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
-        try read { try view($0).orderedMembers(of: key, relationship: relationship, model: model) }
-    }
-
-    public func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
-        try read { try view($0).orderedMembers(of: keys, relationship: relationship, model: model) }
-    }
-
-    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try view($0).scan(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
-
-    /// Read from one cursor, each row's values straight into their slots.
-    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
-        try read { try view($0).scanBatch(entity: entity, after: primaryKey, limit: limit, model: model) }
     }
 
     func view(_ txn: LMDBTransaction) -> LMDBView { LMDBView(txn: txn, file: fileURL.path, format: format) }
@@ -161,23 +138,6 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
             }
             try LMDBLayout.appendHistory(historyPolicy.record(for: changes), txn)
         }
-    }
-
-    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        guard let description = model.entity(named: entity) else { throw StoreError(.invalidChange, "no entity named \(entity)") }
-        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
-        let root = description.rootName
-        return try write { txn in
-            let first = try LMDBLayout.counter(txn, root) + 1
-            let last = first + Int64(count) - 1
-            try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
-            return first...last
-        }
-    }
-
-    public func lastAllocatedKey(entity: String) throws -> Int64 {
-        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return try read { try LMDBLayout.counter($0, root) }
     }
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
@@ -243,11 +203,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     /// with deferred durability is made durable (a failure is an error). Its environment (the map
     /// and the lock file) stays open while a snapshot of it is open, and closes with the last of them.
     public func close() throws {
-        let closing = state.withLock { environment in
-            defer { environment = nil }
-            return environment
-        }
-        guard let closing else { return }
+        guard let closing = state.take() else { return }
         closing.drain()
         try LMDBStoreType.mapping(fileURL) { try closing.sync() }
     }
@@ -264,8 +220,7 @@ public final class LMDBStore: PersistentStore, IntegrityChecking, WholeRowInsert
     }
 
     private func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
-        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: fileURL) }
-        let environment = try environment()
+        let environment = try state.openForWriting()
         return try LMDBStoreType.mapping(fileURL) { try environment.write(body) }
     }
 }
@@ -427,12 +382,11 @@ struct LMDBView: RowSource {
         return records
     }
 
-    /// A batch of a streaming scan, each row's values decoded into their slots.
-    func scanBatch(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> RecordBatch {
-        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        let entityFormat = try format.format(of: entity, url: URL(filePath: file))
+    /// A batch of a streaming scan, read from one cursor, each row's values decoded straight into their slots.
+    func scanBatch(_ description: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
         var batch = RecordBatch(entity: description, capacity: limit)
-        try walk(entity, after: primaryKey, limit: limit) { pk, bytes in
+        try walk(description.name, after: primaryKey, limit: limit) { pk, bytes in
             try format.decode(bytes, primaryKey: pk, into: &batch, of: entityFormat, file: file, exists: exists)
         }
         return batch
@@ -472,7 +426,7 @@ struct LMDBView: RowSource {
 }
 
 /// A read-only view of an LMDB store at one moment: one read transaction, held until closed.
-final class LMDBSnapshot: PersistentStore, IntegrityChecking {
+final class LMDBSnapshot: TransactionalStore, IntegrityChecking {
     var storeType: String { LMDBStore.typeName }
     var url: URL? { fileURL }
     let identifier: UUID
@@ -482,7 +436,7 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
     private let fileURL: URL
     private let format: LMDBRowFormat
     /// The read transaction, shared with the snapshots taken of this one, until it is closed.
-    private let shared: Mutex<SharedRead?>
+    private let shared: StoreState<SharedRead>
 
     /// One read transaction and the lock of every snapshot that reads through it (a snapshot
     /// and the snapshots taken of it): LMDB lets a read transaction move between threads (the
@@ -501,15 +455,12 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         format = store.format
         identifier = store.identifier
         model = store.model
-        shared = Mutex(SharedRead(transaction))
+        shared = StoreState(SharedRead(transaction), url: store.fileURL, readOnly: true, snapshot: true)
     }
 
     /// The shared transaction, or ``StoreError/Code/closed``.
     private func current() throws -> SharedRead {
-        try shared.withLock { read in
-            guard let read else { throw StoreError(.closed, "the snapshot is closed", url: fileURL) }
-            return read
-        }
+        try shared.open()
     }
 
     private func read<T>(_ body: (LMDBView) throws -> T) throws -> T {
@@ -524,34 +475,14 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         }
     }
 
-    private func refuse() -> StoreError { StoreError(.readOnly, "a snapshot is read-only", url: fileURL) }
+    private func refuse() -> StoreError { StoreError.readOnly(fileURL, snapshot: true) }
 
+    func readRows<T>(_ body: (any RowSource) throws -> T) throws -> T { try read { try body($0) } }
+    func lastKey(of root: String) throws -> Int64 { try read { try LMDBLayout.counter($0.txn, root) } }
+    func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T { throw refuse() }
     func metadata() throws -> StoreMetadata { try read { try LMDBStoreType.readMetadata($0.txn, url: fileURL) } }
     func setMetadata(_ metadata: StoreMetadata) throws { throw refuse() }
-    func fetch(_ request: FetchRequest) throws -> [ObjectRecord] { try read { try $0.fetch(request, model: model) } }
-    func count(_ request: FetchRequest) throws -> Int { try read { try $0.count(request, model: model) } }
-    func record(for key: ObjectKey) throws -> ObjectRecord? { try read { try $0.record(for: key, model: model) } }
-    func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try read { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
-    }
-    func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
-        try read { try $0.orderedMembers(of: key, relationship: relationship, model: model) }
-    }
-    func orderedMembers(of keys: [ObjectKey], relationship: String) throws -> [OrderedMembers] {
-        try read { try $0.orderedMembers(of: keys, relationship: relationship, model: model) }
-    }
-    func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try read { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
-    func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
-        try read { try $0.scanBatch(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
     func save(_ changes: ChangeSet) throws { throw refuse() }
-    func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> { throw refuse() }
-    func lastAllocatedKey(entity: String) throws -> Int64 {
-        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return try read { try LMDBLayout.counter($0.txn, root) }
-    }
     func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws { throw refuse() }
     func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
         try read { try LMDBLayout.history($0.txn, after: token, limit: limit, store: identifier, url: fileURL) }
@@ -574,8 +505,8 @@ final class LMDBSnapshot: PersistentStore, IntegrityChecking {
         format = snapshot.format
         identifier = snapshot.identifier
         model = snapshot.model
-        shared = Mutex(read)
+        shared = StoreState(read, url: snapshot.fileURL, readOnly: true, snapshot: true)
     }
 
-    func close() throws { shared.withLock { $0 = nil } }
+    func close() throws { try shared.close() }
 }

@@ -20,7 +20,7 @@ import Synchronization
 /// let url = URL(string: "postgresql://app@db.example.com/library?schema=books")!
 /// let store = try PostgreSQLStoreType().open(at: url, model: model, options: StoreOptions())
 /// ```
-public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInserting {
+public final class PostgreSQLStore: TransactionalStore, QueryPlanning, WholeRowInserting {
     /// The registered type name, `postgresql`.
     public static let typeName = "postgresql"
 
@@ -141,9 +141,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         do {
             metadata = try PostgreSQLStoreType.mapping(location) { () throws -> StoreMetadata in
                 if try !PostgreSQLStoreType.exists(connection, location) {
-                    guard options.createIfMissing, !options.readOnly else {
-                        throw StoreError(.notFound, "no PostgreSQL store", url: location.url)
-                    }
+                    try options.checkCreatable("PostgreSQL", url: location.url)
                     // A store filled in one go builds its indexes once it is filled: a bulk load into
                     // tables without them, then each index built whole, takes half the time.
                     if try PostgreSQLStoreType.create(connection, location, layout: layout, model: model, deferringIndexes: streams) {
@@ -151,11 +149,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
                     }
                 }
                 let metadata = try PostgreSQLStoreType.readMetadata(connection, location)
-                let compatibility = metadata.compatibility(with: model)
-                guard compatibility.isCompatible else {
-                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                     url: location.url, compatibility: compatibility)
-                }
+                try metadata.checkCompatible(with: model, url: location.url)
                 try setUp(connection)
                 return metadata
             }
@@ -222,22 +216,15 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         try write { view in try PostgreSQLStoreType.writeMetadata(metadata, view.connection, location) }
     }
 
-    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        try read { try $0.fetch(request, model: model) }
-    }
-
-    public func count(_ request: FetchRequest) throws -> Int {
-        try read { try $0.count(request, model: model) }
+    /// Fetches and counts answer in one SELECT where the request translates (``PostgreSQLView/fetchedKeys(_:model:)``).
+    public func readRows<T>(_ body: (any RowSource) throws -> T) throws -> T {
+        try read { try body($0) }
     }
 
     /// PostgreSQL's plan for the SELECT a fetch runs (``PostgreSQLView/queryPlan(_:model:)``):
     /// `Index Scan using …` when the predicate's translated part uses an index.
     public func queryPlan(_ request: FetchRequest) throws -> [String] {
         try read { try $0.queryPlan(request, model: model) }
-    }
-
-    public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try read { try $0.record(for: key, model: model) }
     }
 
     /// One statement (``PostgreSQLView/relatedKeys(of:relationship:)``).
@@ -459,7 +446,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
 
     /// Runs `body` with a connection of the pool no other call has meanwhile.
     private func withConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
-        try pool.withConnection(closedError: StoreError(.closed, isSnapshot ? "the snapshot is closed" : "the store is closed", url: location.url), body)
+        try pool.withConnection(closedError: StoreError.closed(location.url, snapshot: isSnapshot), body)
     }
 
     /// Ends the bulk load of a store filled in one go, before anything but a batch reads or writes
@@ -668,21 +655,20 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
         return keys
     }
 
-    public func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        guard let description = model.entity(named: entity) else { throw StoreError(.invalidChange, "no entity named \(entity)") }
-        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
-        return try write { view in
-            let first = try view.lastKey(description.rootName, locking: true) + 1
-            let last = first + Int64(count) - 1
-            try view.setLastKey(description.rootName, last)
-            return first...last
-        }
-    }
-
-    public func lastAllocatedKey(entity: String) throws -> Int64 {
-        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
+    /// The root's sequence; a snapshot's, as it was when the snapshot was taken.
+    public func lastKey(of root: String) throws -> Int64 {
         if isSnapshot { return snapshotKeys[root] ?? 0 }
         return try read { try $0.lastKey(root, locking: false) }
+    }
+
+    /// The root's sequence, locked until the transaction ends.
+    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
+        try write { view in
+            var last = try view.lastKey(root, locking: true)
+            let result = try body(&last)
+            try view.setLastKey(root, last)
+            return result
+        }
     }
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
@@ -746,9 +732,7 @@ public final class PostgreSQLStore: PersistentStore, QueryPlanning, WholeRowInse
     /// when it throws. A write over a row another transaction changed meanwhile fails with
     /// SQLSTATE 40001, a ``StoreError/Code/conflict``.
     func write<T>(_ body: (PostgreSQLView) throws -> T) throws -> T {
-        if isReadOnly {
-            throw StoreError(.readOnly, isSnapshot ? "a snapshot is read-only" : "the store was opened read-only", url: location.url)
-        }
+        if isReadOnly { throw StoreError.readOnly(location.url, snapshot: isSnapshot) }
         return try withConnection { connection in
             let view = PostgreSQLView(connection: connection, layout: layout, location: location, unicode: unicode)
             return try PostgreSQLStoreType.mapping(location) {

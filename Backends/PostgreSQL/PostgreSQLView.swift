@@ -403,6 +403,11 @@ struct PostgreSQLView: RowSource {
 // MARK: Bulk paths
 
 extension PostgreSQLView {
+    /// ``scanBatch(_:after:limit:narrowing:)`` of every row.
+    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+        try scanBatch(entity.name, after: primaryKey, limit: limit)
+    }
+
     /// A batch of a streaming scan in one statement: keyset pagination (`entity = $1 AND pk > $2
     /// ORDER BY pk LIMIT $3`, on the `(entity, pk)` index), each row's columns read straight into
     /// slots; a to-one whose target no longer exists is left out in SQL (a left join that finds

@@ -86,18 +86,14 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         if !created {
             (connection, metadata) = try SQLiteStoreType.openExisting(url, readOnly: options.readOnly)
             do {
-                let compatibility = metadata.compatibility(with: model)
-                guard compatibility.isCompatible else {
-                    throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                     url: url, compatibility: compatibility)
-                }
+                try metadata.checkCompatible(with: model, url: url)
                 schema = try SQLiteSchema(model: model, file: SQLiteFileLayout.read(from: connection, url: url), url: url)
             } catch {
                 connection.close()
                 throw error
             }
         } else {
-            guard options.createIfMissing, !options.readOnly else { throw StoreError(.notFound, "no SQLite store", url: url) }
+            try options.checkCreatable("SQLite", url: url)
             try SQLiteExternalData.checkUnshared(url)
             schema = SQLiteSchema(model: model)
             (connection, metadata) = try Self.create(url, schema: schema, model: model, options: options)
@@ -301,7 +297,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     func write<T: Sendable>(immediate: Bool = true, recording: () -> HistoryRecord? = { nil }, _ body: (SQLiteWriter) throws -> T) throws -> T {
         try checkWritable()
         return try withState { state in
-            guard let reader = state.reader else { throw StoreError(.closed, "the store is closed", url: url) }
+            guard let reader = state.reader else { throw StoreError.closed(url, snapshot: isSnapshot) }
             let files = ExternalFileLedger()
             do {
                 let result = try reader.connection.transaction(immediate: immediate) {
@@ -447,7 +443,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
     }
 
     private func checkWritable() throws {
-        if isReadOnly { throw StoreError(.readOnly, "the store was opened read-only", url: url) }
+        if isReadOnly { throw StoreError.readOnly(url, snapshot: isSnapshot) }
     }
 
     /// Runs `body`, which only reads, on a pooled reader in a read transaction of its own (a WAL
@@ -492,7 +488,7 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
 
     func withReader<T: Sendable>(_ body: (SQLiteReader) throws -> T) throws -> T {
         try withState { state in
-            guard let reader = state.reader else { throw StoreError(.closed, "the store is closed", url: url) }
+            guard let reader = state.reader else { throw StoreError.closed(url, snapshot: isSnapshot) }
             return try body(reader)
         }
     }

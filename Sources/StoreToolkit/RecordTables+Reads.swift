@@ -180,17 +180,5 @@ extension RecordTables {
             if let target = targets.first, exists(target) { batch[r, toOne: slot] = target }
         }
     }
-
-    /// Reserves `count` keys in `entity`'s hierarchy.
-    public mutating func allocatePrimaryKeys(entity: String, count: Int, model: ManagedObjectModel) throws -> ClosedRange<Int64> {
-        guard let description = model.entity(named: entity) else {
-            throw StoreError(.invalidChange, "no entity named \(entity)")
-        }
-        guard count > 0 else { throw StoreError(.invalidChange, "cannot allocate \(count) primary keys") }
-        let first = lastKey[description.rootName, default: 0] + 1
-        let last = first + Int64(count) - 1
-        lastKey[description.rootName] = last
-        return first...last
-    }
-
 }
+

@@ -1,14 +1,13 @@
 import Foundation
 import ObjectModel
 import ObjectStore
-import Synchronization
 
 /// A store that keeps its objects in ``RecordTables``: it supplies locked read
 /// and write access to them, and gets the whole contract's reads and writes.
 ///
 /// The in-memory and atomic-file stores are such stores; they differ only in
 /// what a write does besides changing the tables (the atomic store rewrites its file).
-public protocol RecordTablesStore: PersistentStore {
+public protocol RecordTablesStore: TransactionalStore {
     /// Runs `body` on the tables, under the store's lock.
     /// - Throws: `StoreError` with code `closed` once the store is closed.
     func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T
@@ -28,34 +27,18 @@ extension RecordTablesStore {
         try writeTables { $0.metadata = metadata }
     }
 
-    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
-        // Evaluate on a copy (copy-on-write, so cheap) outside the lock.
-        try readTables { $0 }.fetch(request, model: model)
+    /// The tables as they are now, read outside the lock (a copy-on-write copy costs nothing
+    /// until the store changes): reads of several threads run at once, and beside a write.
+    public func readRows<T>(_ body: (any RowSource) throws -> T) throws -> T {
+        try body(readTables { $0 })
     }
 
-    public func count(_ request: FetchRequest) throws -> Int {
-        try readTables { $0 }.count(request, model: model)
+    public func lastKey(of root: String) throws -> Int64 {
+        try readTables { $0.lastKey[root] ?? 0 }
     }
 
-    public func record(for key: ObjectKey) throws -> ObjectRecord? {
-        try readTables { try $0.record(for: key, model: model) }
-    }
-
-    public func relatedKeys(of key: ObjectKey, relationship: String) throws -> [ObjectKey] {
-        try readTables { try $0.relatedKeys(of: key, relationship: relationship, model: model) }
-    }
-
-    public func orderedMembers(of key: ObjectKey, relationship: String) throws -> OrderedMembers {
-        try readTables { try $0.orderedMembers(of: key, relationship: relationship, model: model) }
-    }
-
-    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [ObjectRecord] {
-        try readTables { try $0.scan(entity: entity, after: primaryKey, limit: limit, model: model) }
-    }
-
-    public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
-        guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return try readTables { try $0.scanBatch(description, after: primaryKey, limit: limit) }
+    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
+        try writeTables { try body(&$0.lastKey[root, default: 0]) }
     }
 
     public func save(_ changes: ChangeSet) throws {
@@ -88,11 +71,6 @@ extension RecordTablesStore {
             tables.lastHistoryToken = Swift.max(tables.lastHistoryToken, token)
             tables.appendHistory(record)
         }
-    }
-
-    public func lastAllocatedKey(entity: String) throws -> Int64 {
-        guard let root = model.entity(named: entity)?.rootName else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return try readTables { $0.lastKey[root] ?? 0 }
     }
 
     /// Records that fit their entities' layouts (no to-many relationships) are laid out as one
@@ -143,36 +121,29 @@ final class RecordTablesSnapshot: RecordTablesStore {
     let model: ManagedObjectModel
     var isReadOnly: Bool { true }
     var historyPolicy: HistoryPolicy { HistoryPolicy(StoreOptions(readOnly: true)) }
-    private let tables: Mutex<RecordTables?>
+    private let state: StoreState<RecordTables>
 
     init(of store: any PersistentStore, tables: RecordTables) {
         storeType = store.storeType
         url = store.url
         identifier = store.identifier
         model = store.model
-        self.tables = Mutex(tables)
+        state = StoreState(tables, url: store.url, readOnly: true, snapshot: true)
     }
 
     func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T {
-        try tables.withLock { tables in
-            guard let tables else { throw StoreError(.closed, "the snapshot is closed", url: url) }
-            return try body(tables)
-        }
+        try state.withLock { try body($0) }
     }
 
     func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
-        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
-    }
-
-    func allocatePrimaryKeys(entity: String, count: Int) throws -> ClosedRange<Int64> {
-        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
+        try state.withLockForWriting(body)
     }
 
     func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
-        throw StoreError(.readOnly, "a snapshot is read-only", url: url)
+        try state.checkWritable()
     }
 
     func close() throws {
-        tables.withLock { $0 = nil }
+        try state.close()
     }
 }

@@ -29,6 +29,12 @@ public protocol RowSource {
     func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]?
     /// How many objects a fetch of `request` gives, when the source counts them itself exactly; nil otherwise.
     func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int?
+    /// A batch of a streaming scan of exactly `entity` (see `PersistentStore.scanBatch(entity:after:limit:)`),
+    /// each row's values read into their slots.
+    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch
+    /// ``orderedMembers(of:relationship:model:)`` of many objects, in the order of `keys`. The
+    /// default reads them one at a time; a source that can read only the lists does.
+    func orderedMembers(of keys: [ObjectKey], relationship: String, model: ManagedObjectModel) throws -> [OrderedMembers]
 }
 
 extension RowSource {
@@ -37,6 +43,9 @@ extension RowSource {
     public func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? { nil }
     public func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]? { nil }
     public func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? { nil }
+    public func orderedMembers(of keys: [ObjectKey], relationship: String, model: ManagedObjectModel) throws -> [OrderedMembers] {
+        try keys.map { try orderedMembers(of: $0, relationship: relationship, model: model) }
+    }
 
     /// The record of a row, with to-one relationships whose target no longer exists left out.
     /// - Throws: `StoreError` with code `corrupt` for a to-one that holds several objects.

@@ -49,12 +49,7 @@ public final class StoreCoordinator: Sendable {
                          options: StoreOptions = StoreOptions()) throws -> any PersistentStore {
         let storeType = try registry.type(named: type)
         if let url, storeType.storeExists(at: url) {
-            let metadata = try storeType.readMetadata(at: url)
-            let compatibility = metadata.compatibility(with: model)
-            guard compatibility.isCompatible else {
-                throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
-                                 url: url, compatibility: compatibility)
-            }
+            try storeType.readMetadata(at: url).checkCompatible(with: model, url: url)
         }
         let store = try storeType.open(at: url, model: model, options: options)
         try addStore(store, configuration: configuration)

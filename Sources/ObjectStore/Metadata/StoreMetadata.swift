@@ -107,6 +107,17 @@ public struct StoreMetadata: Sendable, Hashable {
     public func compatibility(with model: ManagedObjectModel) -> ModelCompatibility {
         ModelCompatibility(storeHashes: versionHashes, modelHashes: model.versionHashes)
     }
+
+    /// Checks that the store was made with `model`: what every backend's open does before it
+    /// reads a row, so that a store is never read or written through another model's layout.
+    /// - Throws: `StoreError` with code `incompatibleModel`, carrying the comparison, naming `url`.
+    public func checkCompatible(with model: ManagedObjectModel, url: URL?) throws {
+        let compatibility = compatibility(with: model)
+        guard compatibility.isCompatible else {
+            throw StoreError(.incompatibleModel, "the store was made with another model: \(compatibility)",
+                             url: url, compatibility: compatibility)
+        }
+    }
 }
 
 /// The comparison of a store's recorded entity hashes with a model's.

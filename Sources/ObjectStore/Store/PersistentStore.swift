@@ -341,6 +341,13 @@ public struct StoreOptions: Sendable, Hashable {
         self.recordsHistory = recordsHistory
         self.author = author
     }
+
+    /// Checks that a store missing at `url` may be made: asked to (``createIfMissing``), and not
+    /// read-only. Every backend's open asks this before it creates anything.
+    /// - Throws: `StoreError` with code `notFound` ("no `kind` store").
+    public func checkCreatable(_ kind: String, url: URL?) throws {
+        guard createIfMissing, !readOnly else { throw StoreError(.notFound, "no \(kind) store", url: url) }
+    }
 }
 
 /// A store that can check its own files beyond what reading them checks: an optional

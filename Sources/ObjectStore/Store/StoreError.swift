@@ -153,3 +153,15 @@ public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
         "\(objectID.key.primaryKey == 0 ? objectID.key.entity : objectID.key.description) \(property) \(rule.rawValue): \(message)"
     }
 }
+
+extension StoreError {
+    /// The error of a call on a store (or a snapshot) that is closed: every backend's, worded once.
+    public static func closed(_ url: URL?, snapshot: Bool = false) -> StoreError {
+        StoreError(.closed, snapshot ? "the snapshot is closed" : "the store is closed", url: url)
+    }
+
+    /// The error of a write on a store opened read-only (or a snapshot): every backend's, worded once.
+    public static func readOnly(_ url: URL?, snapshot: Bool = false) -> StoreError {
+        StoreError(.readOnly, snapshot ? "a snapshot is read-only" : "the store was opened read-only", url: url)
+    }
+}
