@@ -334,10 +334,15 @@ public final class SQLiteStore: PersistentStore, IntegrityChecking, QueryPlannin
         let root = Int64(schema.entities[description.rootName]!.number)
         return try withReader { reader in
             try reader.connection.transaction {
-                try reader.connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ?1 WHERE Z_ENT = ?2").run([.integer(Int64(count)), .integer(root)])
                 let rows = try reader.connection.statement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?1").rows([.integer(root)]) { $0.int64(0) }
-                guard let last = rows.first else { throw StoreError(.corrupt, "Z_PRIMARYKEY has no row for \(description.rootName)", url: url) }
-                return (last - Int64(count) + 1)...last
+                guard let before = rows.first else { throw StoreError(.corrupt, "Z_PRIMARYKEY has no row for \(description.rootName)", url: url) }
+                // SQLite would make an overflowing sum a real: the counter is moved from here.
+                let (last, overflow) = before.addingReportingOverflow(Int64(count))
+                guard !overflow else {
+                    throw StoreError(.invalidChange, "cannot allocate \(count) primary keys after \(before) in \(description.rootName)'s hierarchy")
+                }
+                try reader.connection.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = ?1 WHERE Z_ENT = ?2").run([.integer(last), .integer(root)])
+                return (before + 1)...last
             }
         }
     }

@@ -426,6 +426,14 @@ extension StoreConformance {
         try store.close()
         store = try scope.openStore(at: url)
         #expect(try store.allocatePrimaryKeys(entity: "Person", count: 1).lowerBound > range.upperBound)
+        // A counter near the top of Int64: the last keys are handed out, then a refusal (no wrap, no trap).
+        let top = ObjectKey("Person", Int64.max - 2)
+        try store.bulkInsert([ObjectRecord(key: top, attributes: ["name": .string("top")])], checkingReferences: true)
+        #expect(try store.lastAllocatedKey(entity: "Person") == Int64.max - 2)
+        #expect(try store.allocatePrimaryKeys(entity: "Person", count: 2) == (Int64.max - 1)...Int64.max)
+        #expect(throws: StoreError.self) { try store.allocatePrimaryKeys(entity: "Person", count: 1) }
+        #expect(try store.lastAllocatedKey(entity: "Person") == Int64.max)
+        try store.close()
     }
 
     func failedSave(_ scope: Scope) throws {
