@@ -60,8 +60,6 @@ extension StoreConformance {
     ]
 
     func referenceAnswers(_ scope: Scope) throws {
-        let store = try scope.openStore()
-        var records: [ObjectRecord] = []
         // Signed zeros: equal to zero, and ordered with it, however a backend stores them.
         let zeros: [[String: Value]] = [
             ["name": .string("negative zero"), "double": .double(-0.0), "float": .double(-0.0), "date": .date(Date(timeIntervalSinceReferenceDate: -0.0))],
@@ -69,7 +67,25 @@ extension StoreConformance {
         ]
         let spellings: [[String: Value]] = [["name": .string("composed"), "string": .string("\u{E9}")], ["name": .string("combining"), "string": .string("e\u{301}")],
                                             ["name": .string("between"), "string": .string("z")], ["name": .string("composed again"), "string": .string("\u{E9}")]]
-        for values in Self.extremeValues + zeros + spellings + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]] {
+        let items = Self.extremeValues + zeros + spellings + [Self.sampleItem, [:], ["name": .string("other"), "double": .double(2), "flag": .boolean(true)]]
+        let store = try scope.openStore()
+        try checkReferenceAnswers(items, in: store)
+        try pagesOfATree(store)
+        // Again without text a backend may store marked (U+0000, U+FFFF): a backend that answers
+        // text by order in SQL only where no row is marked (PostgreSQL) answers all of it here.
+        let marked = { (value: Value) -> Bool in
+            if case .string(let text) = value { text.unicodeScalars.contains { $0 == "\u{0}" || $0 == "\u{FFFF}" } } else { false }
+        }
+        let plain = items.filter { !$0.values.contains(where: marked) }
+        #expect(plain.count < items.count && plain.count > items.count / 2)
+        try checkReferenceAnswers(plain, in: try scope.openStore())
+    }
+
+    /// Saves one Item of each of `items` in `store`, then compares every typed predicate's fetch,
+    /// count and scan of the matches, and every typed sort (whole, and a window), with the evaluator's.
+    private func checkReferenceAnswers(_ items: [[String: Value]], in store: any PersistentStore) throws {
+        var records: [ObjectRecord] = []
+        for values in items {
             let key = ObjectKey("Item", try store.allocatePrimaryKeys(entity: "Item", count: 1).lowerBound)
             records.append(ObjectRecord(key: key, attributes: values))
         }
@@ -94,7 +110,6 @@ extension StoreConformance {
             let window = try store.fetch(FetchRequest(entity: "Item", sortDescriptors: sort, fetchLimit: 3, fetchOffset: 2)).map(\.key)
             #expect(window == Array(subjects.map(\.record.key).dropFirst(2).prefix(3)), "window \(label)")
         }
-        try pagesOfATree(store)
     }
 
     /// Saves `count` vehicles, cars, sports cars and trucks in turn, the `i`th with `wheels(i)` wheels.
