@@ -108,6 +108,8 @@ final class PGConnection {
     private let pq: LibPQ
     private let handle: OpaquePointer
     private var closed = false
+    /// Whether the `COPY` under way takes the binary format (``beginCopy(_:)``).
+    private var copyingBinary = false
 
     /// Connects with a libpq connection string or URI.
     /// - Throws: ``PostgreSQLError`` with libpq's message when the connection fails.
@@ -212,11 +214,15 @@ final class PGConnection {
     }
 
     /// Starts `COPY … FROM STDIN`: until ``endCopy()`` or ``abortCopy()`` the connection takes only
-    /// ``putCopyData(_:)``. The server reads each chunk as it comes, while the next is made.
+    /// ``putCopyData(_:)``. The server reads each chunk as it comes, while the next is made. A
+    /// statement that ends with ``PGBinaryCopy/option`` takes rows in the binary format: the
+    /// connection sends the format's header now and its trailer at ``endCopy()``.
     func beginCopy(_ sql: String) throws {
         guard let start = pq.exec(handle, sql) else { throw lost() }
         guard pq.resultStatus(start) == LibPQ.copyIn else { _ = try check(start); throw lost() }
         pq.clear(start)
+        copyingBinary = sql.hasSuffix(PGBinaryCopy.option)
+        if copyingBinary { try putCopyData(Data(PGBinaryCopy.header)) }
     }
 
     /// Sends a chunk of the copy's data.
@@ -229,6 +235,10 @@ final class PGConnection {
 
     /// Ends the copy; throws what the server said of its data (a key in use, a value it refused).
     func endCopy() throws {
+        if copyingBinary {
+            copyingBinary = false
+            try putCopyData(Data(PGBinaryCopy.trailer))
+        }
         guard pq.putCopyEnd(handle, nil) == 1 else { throw lost() }
         var failure: PostgreSQLError?
         while let result = pq.getResult(handle) {
@@ -239,6 +249,7 @@ final class PGConnection {
 
     /// Ends the copy as failed: the server keeps none of it.
     func abortCopy() {
+        copyingBinary = false
         _ = pq.putCopyEnd(handle, "the writer failed")
         while let result = pq.getResult(handle) { pq.clear(result) }
     }

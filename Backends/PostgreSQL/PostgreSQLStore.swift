@@ -339,7 +339,7 @@ public final class PostgreSQLStore: TransactionalStore, QueryPlanning, WholeRowI
                 for (name, lists) in batch.toMany.sorted(by: { $0.key < $1.key }) {
                     switch columns.toMany[name] {
                     case .joinTable(let table)? where lists.contains(where: { !$0.keys.isEmpty }):
-                        let statement = "COPY \(location.qualified(table)) (owner, member, member_entity, position) FROM STDIN"
+                        let statement = view.copyJoinStatement(table)
                         let spool = state.withLock { state -> Spool? in
                             if let spool = state.spooled[statement] { return spool }
                             let spool = try? Spool(entity: batch.entity)

@@ -473,53 +473,51 @@ extension PostgreSQLView {
     }
 
     /// The `COPY … FROM STDIN` statement of a batch of `entity`'s objects (one per entity: the
-    /// entity's own columns of its root's table).
+    /// entity's own columns of its root's table), in the binary format (``PGBinaryCopy``).
     func copyStatement(_ batch: RecordBatch, orders: [String] = []) throws -> String {
         let columns = try columns(batch.entity.name)
         let names = ["pk", "entity", "version"] + columns.attributes.map(PGConnection.quote)
             + columns.toOne.flatMap { [PGConnection.quote($0.key), PGConnection.quote($0.entity)] } + orders.map(PGConnection.quote)
-        return "COPY \(location.qualified(columns.table)) (\(names.joined(separator: ", "))) FROM STDIN"
+        return "COPY \(location.qualified(columns.table)) (\(names.joined(separator: ", "))) FROM STDIN" + PGBinaryCopy.option
     }
 
-    /// The batch's rows in `COPY`'s text format, handed to `send` in chunks of about a megabyte;
-    /// `orders` gives the values of the order columns the statement names after the to-ones
-    /// (``copyStatement(_:orders:)``), a list a column, a value or nil a row.
+    /// The batch's rows in the format of ``copyStatement(_:orders:)``, handed to `send` in chunks
+    /// of about a megabyte; `orders` gives the values of the order columns the statement names
+    /// after the to-ones, a list a column, a value or nil a row.
     func copyRows(_ batch: RecordBatch, orders: [[Int64?]] = [], send: (Data) throws -> Void) throws {
         let layout = batch.layout
         let (width, links) = (layout.attributes.count, layout.toOne.count)
-        let entity = Array(Self.copyField(batch.entity.name).utf8)
+        let entity = Array(batch.entity.name.utf8)
+        let fields = 3 + width + 2 * links + orders.count
+        let undefined = layout.attributes.map { $0.type == .undefined }
+        var targetNames: [String: [UInt8]] = [:]
         var chunk: [UInt8] = []
         chunk.reserveCapacity(1 << 20 + 4096)
         for row in 0..<batch.count {
-            Self.appendInteger(batch.primaryKeys[row], to: &chunk)
-            chunk.append(0x09)
-            chunk.append(contentsOf: entity)
-            chunk.append(0x09)
-            Self.appendInteger(batch.versions[row], to: &chunk)
+            PGBinaryCopy.appendFieldCount(fields, to: &chunk)
+            PGBinaryCopy.appendBigint(batch.primaryKeys[row], to: &chunk)
+            PGBinaryCopy.appendPlainText(entity, to: &chunk)
+            PGBinaryCopy.appendBigint(batch.versions[row], to: &chunk)
             for slot in 0..<width {
-                chunk.append(0x09)
-                switch batch[row, attribute: slot] {
-                case nil: chunk.append(contentsOf: [0x5C, 0x4E])   // \N
-                case .integer(let v)?: Self.appendInteger(v, to: &chunk)
-                case .boolean(let v)?: chunk.append(v ? 0x74 : 0x66)
-                case let value?: chunk.append(contentsOf: Self.copyField(PostgreSQLValues.text(value)).utf8)
+                if let value = batch[row, attribute: slot] {
+                    try PGBinaryCopy.appendValue(value, undefined: undefined[slot], to: &chunk)
+                } else {
+                    PGBinaryCopy.appendNull(to: &chunk)
                 }
             }
             for slot in 0..<links {
-                chunk.append(0x09)
                 if let target = batch[row, toOne: slot] {
-                    Self.appendInteger(target.primaryKey, to: &chunk)
-                    chunk.append(0x09)
-                    chunk.append(contentsOf: Self.copyField(target.entity).utf8)
+                    PGBinaryCopy.appendBigint(target.primaryKey, to: &chunk)
+                    if targetNames[target.entity] == nil { targetNames[target.entity] = Array(target.entity.utf8) }
+                    PGBinaryCopy.appendPlainText(targetNames[target.entity]!, to: &chunk)
                 } else {
-                    chunk.append(contentsOf: [0x5C, 0x4E, 0x09, 0x5C, 0x4E])
+                    PGBinaryCopy.appendNull(to: &chunk)
+                    PGBinaryCopy.appendNull(to: &chunk)
                 }
             }
             for column in orders {
-                chunk.append(0x09)
-                if let order = column[row] { Self.appendInteger(order, to: &chunk) } else { chunk.append(contentsOf: [0x5C, 0x4E]) }
+                if let order = column[row] { PGBinaryCopy.appendBigint(order, to: &chunk) } else { PGBinaryCopy.appendNull(to: &chunk) }
             }
-            chunk.append(0x0A)
             if chunk.count >= 1 << 20 {
                 try send(Data(chunk))
                 chunk.removeAll(keepingCapacity: true)
@@ -528,22 +526,26 @@ extension PostgreSQLView {
         if !chunk.isEmpty { try send(Data(chunk)) }
     }
 
-    /// The join-table rows of `lists` (one per row of `batch`, the owner's), in `COPY`'s text
-    /// format for `(owner, member, member_entity, position)`, handed to `send` in chunks of about
-    /// a megabyte; a member's position is its order key in the owner's list.
+    /// The `COPY … FROM STDIN` statement of a join table's rows (``copyJoinRows(_:_:send:)``).
+    func copyJoinStatement(_ table: String) -> String {
+        "COPY \(location.qualified(table)) (owner, member, member_entity, position) FROM STDIN" + PGBinaryCopy.option
+    }
+
+    /// The join-table rows of `lists` (one per row of `batch`, the owner's), in `COPY`'s binary
+    /// format for `(owner, member, member_entity, position)` (``copyJoinStatement(_:)``), handed
+    /// to `send` in chunks of about a megabyte; a member's position is its order key in the owner's list.
     func copyJoinRows(_ batch: RecordBatch, _ lists: [OrderedMembers], send: (Data) throws -> Void) throws {
         var chunk: [UInt8] = []
         chunk.reserveCapacity(1 << 20 + 4096)
+        var entityNames: [String: [UInt8]] = [:]
         for (row, list) in lists.enumerated() {
             for (index, member) in list.keys.enumerated() {
-                Self.appendInteger(batch.primaryKeys[row], to: &chunk)
-                chunk.append(0x09)
-                Self.appendInteger(member.primaryKey, to: &chunk)
-                chunk.append(0x09)
-                chunk.append(contentsOf: Self.copyField(member.entity).utf8)
-                chunk.append(0x09)
-                Self.appendInteger(list.orderKeys[index], to: &chunk)
-                chunk.append(0x0A)
+                PGBinaryCopy.appendFieldCount(4, to: &chunk)
+                PGBinaryCopy.appendBigint(batch.primaryKeys[row], to: &chunk)
+                PGBinaryCopy.appendBigint(member.primaryKey, to: &chunk)
+                if entityNames[member.entity] == nil { entityNames[member.entity] = Array(member.entity.utf8) }
+                PGBinaryCopy.appendPlainText(entityNames[member.entity]!, to: &chunk)
+                PGBinaryCopy.appendBigint(list.orderKeys[index], to: &chunk)
             }
             if chunk.count >= 1 << 20 {
                 try send(Data(chunk))
@@ -562,41 +564,6 @@ extension PostgreSQLView {
     static func keyInUse(_ entity: EntityDescription, _ error: PostgreSQLError, location: PostgreSQLLocation, since what: String) -> StoreError {
         StoreError(.invalidChange, "cannot insert the \(entity.name) batch: a primary key is in use in \(entity.rootName)'s hierarchy "
                    + "(\(error.detail ?? error.message)); nothing of \(what) was written", url: location.url, cause: error)
-    }
-
-    /// `value` in decimal digits.
-    static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
-        if value == 0 { bytes.append(0x30); return }
-        var magnitude = value.magnitude
-        // Room for the 20 digits of the largest magnitude, filled from the last.
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { raw in
-            let buffer = raw.bindMemory(to: UInt8.self)
-            while magnitude > 0 {
-                buffer[count] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
-                magnitude /= 10
-                count += 1
-            }
-            if value < 0 { bytes.append(0x2D) }
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
-    }
-
-    /// A field of `COPY`'s text format: backslash, tab, newline and carriage return escaped.
-    static func copyField(_ text: String) -> String {
-        guard PostgreSQLValues.anyByte(of: text, { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
-        var escaped = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": escaped += "\\\\"
-            case "\t": escaped += "\\t"
-            case "\n": escaped += "\\n"
-            case "\r": escaped += "\\r"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
     }
 }
 
