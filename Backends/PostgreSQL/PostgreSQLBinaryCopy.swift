@@ -8,7 +8,7 @@ import ObjectStore
 ///
 /// Rows go in this format rather than as text: no value is formatted or parsed on either side
 /// (a double's 8 bytes arrive as they are, NaN, the infinities and -0.0 included), no text is
-/// escaped, and the server stores a row in less time (docs/postgresql-layout.md, "Loading").
+/// escaped, and the server stores a row in less time (docs/postgresql-layout.md, "Bulk paths").
 enum PGBinaryCopy {
     /// The statement's option that makes a `COPY … FROM STDIN` binary; ``PGConnection`` sends
     /// ``header`` after beginning a statement ending with it, and ``trailer`` before ending it.
