@@ -66,16 +66,18 @@ public enum HistoryNotifier {
 
 /// A wake-up source made of file descriptors to poll: this process's saves (a pipe
 /// ``HistoryNotifier`` writes to) and whatever `extra` gives (inotify, a server socket).
+///
+/// `@unchecked Sendable` only because an open class cannot be checked: its state is in a `Mutex`.
 open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
-    private let lock = NSLock()
-    private var wake: (read: Int32, write: Int32)?
+    /// The pipe this process's saves write to, until closed.
+    private let wake = Mutex<(read: Int32, write: Int32)?>(nil)
 
     /// Registers with ``HistoryNotifier``.
     public init() {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return }
         for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        wake = (fds[0], fds[1])
+        wake.withLock { $0 = (fds[0], fds[1]) }
         HistoryNotifier.register(self, writing: fds[1])
     }
 
@@ -86,7 +88,7 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
 
     @discardableResult
     public func wait(timeout: Double) -> Bool {
-        guard let wake = lock.withLock({ self.wake }) else { return false }
+        guard let wake = wake.withLock({ $0 }) else { return false }
         var polled = ([wake.read] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         let ready = poll(&polled, nfds_t(polled.count), Int32(Swift.max(0, timeout) * 1_000))
         guard ready > 0 else { return false }
@@ -98,7 +100,7 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
 
     open func close() {
         HistoryNotifier.unregister(self)
-        lock.withLock {
+        wake.withLock { wake in
             if let wake { closeDescriptor(wake.read); closeDescriptor(wake.write) }
             wake = nil
         }
@@ -111,7 +113,8 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
 /// wakes the observer (SQLite's `-wal` growing, LMDB's file written, the atomic store's file
 /// renamed into place).
 public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
-    private var inotify: Int32 = -1
+    /// The inotify descriptor, or -1 (none, or closed).
+    private let inotify = Mutex<Int32>(-1)
 
     /// Watches `files` (none: this process's saves only). Where there is no inotify (not
     /// Linux), the observer looks once a second.
@@ -123,11 +126,11 @@ public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
         guard fd >= 0 else { return }
         let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB)
         guard inotify_add_watch(fd, folder.path, mask) >= 0 else { closeDescriptor(fd); return }
-        inotify = fd
+        inotify.withLock { $0 = fd }
         #endif
     }
 
-    override public var descriptors: [Int32] { inotify >= 0 ? [inotify] : [] }
+    override public var descriptors: [Int32] { inotify.withLock { $0 >= 0 ? [$0] : [] } }
 
     override public func drain(_ fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 4_096)
@@ -135,7 +138,10 @@ public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
     }
 
     override public func close() {
-        if inotify >= 0 { closeDescriptor(inotify); inotify = -1 }
+        inotify.withLock { fd in
+            if fd >= 0 { closeDescriptor(fd) }
+            fd = -1
+        }
         super.close()
     }
 }

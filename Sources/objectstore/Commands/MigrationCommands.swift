@@ -3,6 +3,7 @@ import Foundation
 import ObjectMigration
 import ObjectModel
 import ObjectStore
+import Synchronization
 
 /// `objectstore diff <model-a> <model-b> [--model-version-a V] [--model-version-b V] [--json | --dot | --svg]`.
 struct DiffCommand: ParsableCommand {
@@ -192,15 +193,14 @@ struct ValidateCommand: ParsableCommand {
 }
 
 /// A progress bar on stderr when it is a terminal, a plain line per entity mapping and phase otherwise.
-final class ProgressDisplay: @unchecked Sendable {
-    // The migration calls `show` from the thread that runs it, one call at a time;
-    // the lock makes that explicit rather than assumed.
-    private let lock = NSLock()
+final class ProgressDisplay: Sendable {
     private let terminal = isatty(STDERR_FILENO) == 1
-    private var last: (String, MigrationError.Phase)?
+    /// The mapping and phase last written as a line. The migration calls `show` from the thread
+    /// that runs it, one call at a time; the lock makes that explicit rather than assumed.
+    private let last = Mutex<(String, MigrationError.Phase)?>(nil)
 
     func show(_ progress: MigrationProgress) {
-        lock.withLock {
+        last.withLock { last in
             let key = (progress.mapping, progress.phase)
             if terminal {
                 let width = 30
@@ -215,6 +215,6 @@ final class ProgressDisplay: @unchecked Sendable {
     }
 
     func finish() {
-        if terminal { lock.withLock { printError("\r\u{1B}[K") } }
+        if terminal { last.withLock { _ in printError("\r\u{1B}[K") } }
     }
 }
