@@ -383,7 +383,7 @@ struct LMDBView: RowSource {
     }
 
     /// A batch of a streaming scan, read from one cursor, each row's values decoded straight into their slots.
-    func scanBatch(_ description: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+    func scanBatch(_ description: EntityDescription, after primaryKey: Int64?, limit: Int, model _: ManagedObjectModel) throws -> RecordBatch {
         let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
         var batch = RecordBatch(entity: description, capacity: limit)
         try walk(description.name, after: primaryKey, limit: limit) { pk, bytes in

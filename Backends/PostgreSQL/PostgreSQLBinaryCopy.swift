@@ -43,10 +43,20 @@ enum PGBinaryCopy {
 
     /// A `text` field: the string's UTF-8 (stored marked when it holds U+0000 or U+FFFF, ``PostgreSQLValues/escape(_:)``).
     @inline(__always)
-    static func appendText(_ text: String, to bytes: inout [UInt8]) {
-        let stored = PostgreSQLValues.escape(text)
-        appendLength(stored.utf8.count, to: &bytes)
-        bytes.append(contentsOf: stored.utf8)
+    static func appendText(_ text: String, to bytes: inout [UInt8]) throws {
+        try appendVariable(PostgreSQLValues.escape(text).utf8, to: &bytes)
+    }
+
+    /// A field of `field`'s bytes.
+    /// - Throws: `StoreError` with code `invalidChange` past a field's largest length (PostgreSQL
+    ///   takes no field over 1 GiB: it refuses the copy, naming the row).
+    @inline(__always)
+    private static func appendVariable<Bytes: Collection<UInt8>>(_ field: Bytes, to bytes: inout [UInt8]) throws {
+        guard field.count <= Int(Int32.max) else {
+            throw StoreError(.invalidChange, "a value of \(field.count) bytes is longer than a PostgreSQL field can be")
+        }
+        appendLength(field.count, to: &bytes)
+        bytes.append(contentsOf: field)
     }
 
     /// An entity name or other text known to need no marking.
@@ -57,18 +67,13 @@ enum PGBinaryCopy {
     }
 
     /// The field of `value` in the column its attribute's type has (``PostgreSQLLayout/columnType(_:)``):
-    /// the value is one the type accepts (`RecordBatch.checkInsertable(in:)` made sure of it). An
-    /// `undefined` attribute (`undefined`), which takes a value of any kind, has a `bytea` column:
-    /// data goes as its bytes, any other value as its text's.
-    static func appendValue(_ value: Value, undefined: Bool = false, to bytes: inout [UInt8]) throws {
+    /// the value is one the type accepts (`RecordBatch.checkInsertable(in:)` made sure of it; an
+    /// `undefined` attribute is transient, never stored).
+    /// - Throws: `StoreError` with code `invalidChange` for a value longer than a field can be.
+    static func appendValue(_ value: Value, to bytes: inout [UInt8]) throws {
         switch value {
         case .data(let v):
-            appendLength(v.count, to: &bytes)
-            bytes.append(contentsOf: v)
-        case _ where undefined:
-            let text = Array(PostgreSQLValues.text(value).utf8)
-            appendLength(text.count, to: &bytes)
-            bytes.append(contentsOf: text)
+            try appendVariable(v, to: &bytes)
         case .integer(let v):
             appendBigint(v, to: &bytes)
         case .double(let v):
@@ -79,9 +84,9 @@ enum PGBinaryCopy {
             appendLength(1, to: &bytes)
             bytes.append(v ? 1 : 0)
         case .string(let v):
-            appendText(v, to: &bytes)
+            try appendText(v, to: &bytes)
         case .uri(let v):
-            appendText(v.absoluteString, to: &bytes)
+            try appendText(v.absoluteString, to: &bytes)
         case .uuid(let v):
             appendLength(16, to: &bytes)
             withUnsafeBytes(of: v.uuid) { bytes.append(contentsOf: $0) }
@@ -183,6 +188,8 @@ enum PGBinaryCopy {
             while let first = groups.first, first == 0 { groups.removeFirst(); weight -= 1 }
             while let last = groups.last, last == 0 { groups.removeLast() }
             if groups.isEmpty { weight = 0 }
+            // What numeric_recv takes: a display scale up to 0x3FFF, a weight that fits 16 bits.
+            guard scale <= 0x3FFF, weight >= Int(Int16.min), weight <= Int(Int16.max), groups.count <= Int(Int16.max) else { return nil }
             self.init(groups: groups, weight: weight, sign: negative && !groups.isEmpty ? 0x4000 : 0, scale: scale)
         }
     }

@@ -404,7 +404,7 @@ struct PostgreSQLView: RowSource {
 
 extension PostgreSQLView {
     /// ``scanBatch(_:after:limit:narrowing:)`` of every row.
-    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int, model _: ManagedObjectModel) throws -> RecordBatch {
         try scanBatch(entity.name, after: primaryKey, limit: limit)
     }
 
@@ -489,7 +489,6 @@ extension PostgreSQLView {
         let (width, links) = (layout.attributes.count, layout.toOne.count)
         let entity = Array(batch.entity.name.utf8)
         let fields = 3 + width + 2 * links + orders.count
-        let undefined = layout.attributes.map { $0.type == .undefined }
         var targetNames: [String: [UInt8]] = [:]
         var chunk: [UInt8] = []
         chunk.reserveCapacity(1 << 20 + 4096)
@@ -500,7 +499,7 @@ extension PostgreSQLView {
             PGBinaryCopy.appendBigint(batch.versions[row], to: &chunk)
             for slot in 0..<width {
                 if let value = batch[row, attribute: slot] {
-                    try PGBinaryCopy.appendValue(value, undefined: undefined[slot], to: &chunk)
+                    try PGBinaryCopy.appendValue(value, to: &chunk)
                 } else {
                     PGBinaryCopy.appendNull(to: &chunk)
                 }

@@ -129,7 +129,7 @@ extension RecordTables {
     /// A batch of a streaming scan (see `PersistentStore.scanBatch(entity:after:limit:)`), read
     /// slot by slot: a packed row is decoded straight into the batch, a dictionary row read by
     /// slot name; no record is built. It holds what ``scan(entity:after:limit:model:)`` gives.
-    public func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
+    public func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int, model _: ManagedObjectModel) throws -> RecordBatch {
         var batch = RecordBatch(entity: entity, capacity: limit)
         guard let table = tables[entity.name], limit > 0 else { return batch }
         let layout = entity.layout

@@ -29,9 +29,13 @@ public protocol RowSource {
     func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]?
     /// How many objects a fetch of `request` gives, when the source counts them itself exactly; nil otherwise.
     func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int?
-    /// A batch of a streaming scan of exactly `entity` (see `PersistentStore.scanBatch(entity:after:limit:)`),
-    /// each row's values read into their slots.
-    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int) throws -> RecordBatch
+    /// A batch of a streaming scan of exactly `entity` (see `PersistentStore.scan(entity:after:limit:)`).
+    /// The default reads each key's row; a source that walks its rows in key order reads them as it goes.
+    func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord]
+    /// The same batch in slots (see `PersistentStore.scanBatch(entity:after:limit:)`). The default
+    /// lays out the records of ``scan(entity:after:limit:model:)``; a source that can decode its rows
+    /// straight into the slots does.
+    func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> RecordBatch
     /// ``orderedMembers(of:relationship:model:)`` of many objects, in the order of `keys`. The
     /// default reads them one at a time; a source that can read only the lists does.
     func orderedMembers(of keys: [ObjectKey], relationship: String, model: ManagedObjectModel) throws -> [OrderedMembers]
@@ -43,6 +47,12 @@ extension RowSource {
     public func candidateKeys(of entity: String, matching predicate: ObjectPredicate) throws -> [Int64]? { nil }
     public func fetchedKeys(_ request: FetchRequest, model: ManagedObjectModel) throws -> [ObjectKey]? { nil }
     public func fetchedCount(_ request: FetchRequest, model: ManagedObjectModel) throws -> Int? { nil }
+    public func scanBatch(_ entity: EntityDescription, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> RecordBatch {
+        var batch = RecordBatch(entity: entity, capacity: limit)
+        for record in try scan(entity: entity.name, after: primaryKey, limit: limit, model: model) { try batch.append(record) }
+        return batch
+    }
+
     public func orderedMembers(of keys: [ObjectKey], relationship: String, model: ManagedObjectModel) throws -> [OrderedMembers] {
         try keys.map { try orderedMembers(of: $0, relationship: relationship, model: model) }
     }

@@ -18,7 +18,9 @@ public protocol TransactionalStore: PersistentStore {
     /// The last primary key handed out in the hierarchy whose root is `root` (0 when none was).
     func lastKey(of root: String) throws -> Int64
     /// Runs `body` in one write transaction with the last primary key handed out in the hierarchy
-    /// whose root is `root`, and records the value `body` leaves, all or nothing.
+    /// whose root is `root`, and records the value `body` leaves, all or nothing: the backend's
+    /// part of ``allocatePrimaryKeys(entity:count:)``, which only ever raises it (a lower counter
+    /// would hand out keys in use).
     /// - Throws: `StoreError` with code `readOnly` or `closed`, or what `body` throws.
     func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T
 }
@@ -55,7 +57,7 @@ extension TransactionalStore {
 
     public func scanBatch(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordBatch {
         guard let description = model.entity(named: entity) else { throw StoreError(.invalidFetch, "no entity named \(entity)") }
-        return try readRows { try $0.scanBatch(description, after: primaryKey, limit: limit) }
+        return try readRows { try $0.scanBatch(description, after: primaryKey, limit: limit, model: model) }
     }
 
     /// Moves the hierarchy's counter by `count` in one write transaction (``withLastKey(of:_:)``).

@@ -470,7 +470,9 @@ struct Importer {
                 guard let v = ValueText.float(text) else { throw bad(" (too large for a Float)") }
                 return .double(v)
             case .decimal:
-                guard let d = ValueText.decimal(text) else { throw bad(" (a Decimal holds 38 significant digits)") }
+                guard let d = ValueText.decimal(text) else {
+                    throw bad(" (a Decimal holds 38 significant digits, between about 1e-128 and 3.4e165 in magnitude)")
+                }
                 return .decimal(d)
             default:
                 throw bad()
