@@ -10,7 +10,7 @@ struct ValueFidelityTests {
         {"format": "objectstore-model", "formatVersion": 1, "entities": [{"name": "T", "attributes": [
           {"name": "d", "type": "Date"}, {"name": "x", "type": "Double"}, {"name": "f", "type": "Float"},
           {"name": "dec", "type": "Decimal"}, {"name": "u", "type": "URI"}, {"name": "i", "type": "Integer 16"},
-          {"name": "s", "type": "String"}, {"name": "b", "type": "Boolean"}]}]}
+          {"name": "s", "type": "String"}, {"name": "b", "type": "Boolean"}, {"name": "bin", "type": "Binary"}]}]}
         """
 
     func importing(_ document: String, into type: String, in workspace: Workspace) throws -> (CLI.Result, String) {
@@ -71,6 +71,8 @@ struct ValueFidelityTests {
         (#""dec": "1_000""#, "dec"), (#""dec": "12,5""#, "dec"), (#""dec": "123456789012345678901234567890123456789""#, "dec"),
         (#""f": 1e39"#, "f"), (#""x": 1e999"#, "x"), (#""x": "1e999""#, "x"), (#""i": 70000"#, "i"), (#""i": 1.5"#, "i"),
         (#""u": "http://h/?q=ü""#, "u"), (#""u": "not a uri""#, "u"), (#""b": 1"#, "b"),
+        // Base64 other than its one canonical form: extra padding, unused bits set, none at all.
+        (#""bin": "AP9c=""#, "bin"), (#""bin": "AP9c===""#, "bin"), (#""bin": "AP9=""#, "bin"), (#""bin": "AP8""#, "bin"),
     ])
     func refused(_ member: String, _ attribute: String) throws {
         let workspace = try Workspace()
@@ -89,6 +91,16 @@ struct ValueFidelityTests {
         let (result, _) = try importing(document, into: "atomic", in: workspace)
         #expect(result.status == 1)
         #expect(result.stderr.contains(expected), "\(result.stderr)")
+    }
+
+    @Test("base64 in its canonical form is the bytes it names, on every backend", arguments: CLI.backends)
+    func canonicalBase64(_ type: String) throws {
+        let workspace = try Workspace()
+        let (result, store) = try importing(#"{"T": [{"_id": "T/1", "bin": "AP9c"}, {"_id": "T/2", "bin": "AP8="}, {"_id": "T/3", "bin": ""}]}"#,
+                                            into: type, in: workspace)
+        #expect(result.status == 0, "\(result.stderr)")
+        let export = try CLI.run("export", store).stdout
+        #expect(export.contains(#""bin": "AP9c""#) && export.contains(#""bin": "AP8=""#) && export.contains(#""bin": """#), "\(export)")
     }
 
     @Test("a byte-order mark before the document is fine")

@@ -147,7 +147,11 @@ extension AttributeType {
         case .date:
             return ValueText.parseDate(trimmed).map(Value.date)
         case .binaryData, .transformable:
-            return Data(base64Encoded: trimmed).map(Value.data)
+            // Base64 as `base64EncodedString()` writes it: padded, unused bits zero. The decoder
+            // also takes extra padding (`AP9c=`) and unused bits set (`AP9=` for `AP8=`), which
+            // would make several texts one value: those are refused.
+            guard let data = Data(base64Encoded: trimmed), data.base64EncodedString() == trimmed else { return nil }
+            return .data(data)
         case .uuid:
             return UUID(uuidString: trimmed).map(Value.uuid)
         case .uri:
