@@ -122,9 +122,8 @@ final class PostgreSQLChangeSignal: PollingSignal, @unchecked Sendable {
 
     override func drain(_ fd: Int32) { connection.consumeNotifications() }
 
-    override func close() {
+    override func release() {
         connection.close()
-        super.close()
     }
 }
 

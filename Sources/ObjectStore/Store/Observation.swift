@@ -65,44 +65,90 @@ public enum HistoryNotifier {
 }
 
 /// A wake-up source made of file descriptors to poll: this process's saves (a pipe
-/// ``HistoryNotifier`` writes to) and whatever `extra` gives (inotify, a server socket).
+/// ``HistoryNotifier`` writes to) and whatever ``descriptors`` gives (inotify, a server socket).
+///
+/// ``close()`` may come from any thread, also while another waits: the wait is woken and
+/// returns, and what the signal holds is freed (``release()``) once no wait is under way, so no
+/// wait ever polls or drains a descriptor already closed (or reused for another file).
 ///
 /// `@unchecked Sendable` only because an open class cannot be checked: its state is in a `Mutex`.
 open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
-    /// The pipe this process's saves write to, until closed.
-    private let wake = Mutex<(read: Int32, write: Int32)?>(nil)
+    private struct State {
+        /// The pipe this process's saves write to, until released.
+        var wake: (read: Int32, write: Int32)?
+        /// The waits under way.
+        var waiting = 0
+        var closing = false
+        var released = false
+
+        /// Whether the signal is to be released now (once: closing, and no wait under way).
+        mutating func releasing() -> Bool {
+            guard closing, waiting == 0, !released else { return false }
+            released = true
+            return true
+        }
+    }
+
+    private let state = Mutex(State())
 
     /// Registers with ``HistoryNotifier``.
     public init() {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return }
         for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        wake.withLock { $0 = (fds[0], fds[1]) }
+        state.withLock { $0.wake = (fds[0], fds[1]) }
         HistoryNotifier.register(self, writing: fds[1])
     }
 
-    /// Other descriptors to wait on; when one is readable, ``drain(_:)`` reads it.
+    /// Other descriptors to wait on; when one is readable, ``drain(_:)`` reads it. Asked only
+    /// while the signal is not released.
     open var descriptors: [Int32] { [] }
     /// Reads what made `fd` readable.
     open func drain(_ fd: Int32) {}
+    /// Frees what a subclass holds (its descriptors, a connection): called once, after
+    /// ``close()``, when no wait is under way.
+    open func release() {}
 
     @discardableResult
     public func wait(timeout: Double) -> Bool {
-        guard let wake = wake.withLock({ $0 }) else { return false }
+        let wake = state.withLock { state -> (read: Int32, write: Int32)? in
+            guard !state.closing, let wake = state.wake else { return nil }
+            state.waiting += 1
+            return wake
+        }
+        guard let wake else { return false }
+        defer { if state.withLock({ $0.waiting -= 1; return $0.releasing() }) { releaseAll() } }
         var polled = ([wake.read] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         let ready = poll(&polled, nfds_t(polled.count), Int32(Swift.max(0, timeout) * 1_000))
         guard ready > 0 else { return false }
         var buffer = [UInt8](repeating: 0, count: 256)
         if polled[0].revents != 0 { while read(wake.read, &buffer, buffer.count) > 0 {} }
+        if state.withLock({ $0.closing }) { return true }
         for entry in polled.dropFirst() where entry.revents != 0 { drain(entry.fd) }
         return true
     }
 
-    open func close() {
+    /// Closes the signal: a wait under way is woken and returns; what the signal holds is freed
+    /// now, or when that wait returns.
+    public func close() {
+        let now = state.withLock { state -> Bool in
+            guard !state.closing else { return false }
+            state.closing = true
+            if state.waiting > 0, let wake = state.wake {
+                var byte: UInt8 = 1
+                _ = write(wake.write, &byte, 1)
+            }
+            return state.releasing()
+        }
         HistoryNotifier.unregister(self)
-        wake.withLock { wake in
-            if let wake { closeDescriptor(wake.read); closeDescriptor(wake.write) }
-            wake = nil
+        if now { releaseAll() }
+    }
+
+    private func releaseAll() {
+        release()
+        state.withLock { state in
+            if let wake = state.wake { closeDescriptor(wake.read); closeDescriptor(wake.write) }
+            state.wake = nil
         }
     }
 
@@ -137,12 +183,11 @@ public final class FileChangeSignal: PollingSignal, @unchecked Sendable {
         while read(fd, &buffer, buffer.count) > 0 {}
     }
 
-    override public func close() {
+    override public func release() {
         inotify.withLock { fd in
             if fd >= 0 { closeDescriptor(fd) }
             fd = -1
         }
-        super.close()
     }
 }
 
