@@ -106,7 +106,7 @@ open class PollingSignal: StoreChangeSignal, @unchecked Sendable {
     /// Reads what made `fd` readable.
     open func drain(_ fd: Int32) {}
     /// Frees what a subclass holds (its descriptors, a connection): called once, after
-    /// ``close()``, when no wait is under way.
+    /// ``PollingSignal/close()``, when no wait is under way.
     open func release() {}
 
     @discardableResult
