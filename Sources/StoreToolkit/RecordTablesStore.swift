@@ -27,10 +27,21 @@ extension RecordTablesStore {
         try writeTables { $0.metadata = metadata }
     }
 
-    /// The tables as they are now, read outside the lock (a copy-on-write copy costs nothing
-    /// until the store changes): reads of several threads run at once, and beside a write.
+    /// The tables, under the lock: a short read (a record, a relationship, a batch) holds it
+    /// rather than a copy, which a save beside it would have to duplicate.
     public func readRows<T>(_ body: (any RowSource) throws -> T) throws -> T {
-        try body(readTables { $0 })
+        try readTables { try body($0) }
+    }
+
+    /// Evaluated on a copy of the tables (copy-on-write, so cheap) outside the lock: a long
+    /// fetch does not hold saves up.
+    public func fetch(_ request: FetchRequest) throws -> [ObjectRecord] {
+        try readTables { $0 }.fetch(request, model: model)
+    }
+
+    /// Outside the lock, as `fetch(_:)`.
+    public func count(_ request: FetchRequest) throws -> Int {
+        try readTables { $0 }.count(request, model: model)
     }
 
     public func lastKey(of root: String) throws -> Int64 {

@@ -10,6 +10,44 @@ import Testing
 struct AtomicBatchTests {
     func signed(_ v: Int64) -> Data { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
 
+    /// A row source with only what a backend must give (`row`, `primaryKeys`): the rest is `RowSource`'s defaults.
+    struct MinimalSource: RowSource {
+        let tables: RecordTables
+        func row(_ key: ObjectKey) throws -> StoredRow? { try tables.row(key) }
+        func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {
+            tables.primaryKeys(of: entity, after: primaryKey, limit: limit)
+        }
+    }
+
+    @Test("a row source giving only rows and keys scans, in records and in slots, what the tables' own slot decoder reads: to-ones to no object left out, pages that split the rows")
+    func rowSourceDefaults() throws {
+        let folder = try Folder()
+        let store = try AtomicStoreType().open(at: folder.store, model: StoreConformance.model, options: StoreOptions())
+        defer { try? store.close() }
+        let pet = try #require(store.model.entity(named: "Pet")), person = try #require(store.model.entity(named: "Person"))
+        var people = RecordBatch(entity: person)
+        people[people.appendRow(primaryKey: 7), attribute: try #require(person.layout.attributeSlot("name"))] = .string("ann")
+        try store.bulkInsert(people, checkingReferences: false)
+        var pets = RecordBatch(entity: pet)
+        for pk in Int64(1)...5 {
+            let row = pets.appendRow(primaryKey: pk, version: pk)
+            pets[row, attribute: try #require(pet.layout.attributeSlot("name"))] = .string("pet \(pk)")
+            // Owners 7 (stored) and 8 (no such object: left out of what is read).
+            if pk != 3 { pets[row, toOne: try #require(pet.layout.toOneSlot("owner"))] = ObjectKey("Person", pk % 2 == 0 ? 7 : 8) }
+        }
+        try store.bulkInsert(pets, checkingReferences: false)
+        let tables = try #require(store as? any RecordTablesStore).readTables { $0 }
+        let minimal = MinimalSource(tables: tables)
+        for (after, limit) in [(nil, 10), (nil, 2), (Int64(2), 2), (Int64(5), 3)] as [(Int64?, Int)] {
+            let slots = try tables.scanBatch(pet, after: after, limit: limit, model: store.model).records
+            #expect(try minimal.scanBatch(pet, after: after, limit: limit, model: store.model).records == slots, "after \(after as Any), \(limit)")
+            #expect(try minimal.scan(entity: "Pet", after: after, limit: limit, model: store.model) == slots, "after \(after as Any), \(limit)")
+        }
+        let all = try minimal.scan(entity: "Pet", after: nil, limit: 10, model: store.model)
+        #expect(all.map(\.key.primaryKey) == [1, 2, 3, 4, 5])
+        #expect(all.map { $0.toOne["owner"] } == [nil, ObjectKey("Person", 7), nil, ObjectKey("Person", 7), nil])
+    }
+
     @Test("batches are written as docs/atomic-format.md lays rows out, byte for byte")
     func bytesOfBatches() throws {
         let folder = try Folder()
