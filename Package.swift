@@ -4,6 +4,53 @@ import PackageDescription
 
 /// swift-log, for the modules that report diagnostics.
 let log: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+
+/// The backends that come with ObjectStore, in the order the tool lists them (the first makes a
+/// store of no other type's extension or URL scheme). A backend is its folder and one line here
+/// (docs/writing-a-backend.md): `Backends/<folder>` is the module `<folder>Store`, whose
+/// `<folder>StoreType` the BackendList plugin puts in `BuiltInBackends.types`; a C library it calls
+/// is the system-library module `C<folder>` in `Backends/<folder>/C<folder>`; its tests are
+/// `Tests/<folder>StoreTests`, given `ObjectModel`, `ObjectStore`, the module and `ObjectStoreTesting`.
+let backends: [Backend] = [
+    Backend("SQLite", ["Relational", crypto, log], cLibrary: ("sqlite3", "libsqlite3-dev"), tests: ["TestSupport"]),
+    Backend("Atomic", ["StoreToolkit", crypto, log], tests: ["StoreToolkit", crypto]),
+    Backend("LMDB", ["StoreToolkit", "CZlib", log], cLibrary: ("lmdb", "liblmdb-dev")),
+    // Through libpq, loaded when the first connection is made (LibPQ.swift): not linked.
+    Backend("PostgreSQL", ["StoreToolkit", "Relational", log], tests: ["TestSupport"]),
+    Backend("InMemory", ["StoreToolkit"]),
+]
+
+/// One line of `backends`: what the backend's module depends on beyond `ObjectModel` and
+/// `ObjectStore`, the C library it calls (its pkg-config name and the Debian package holding it),
+/// and what its tests depend on beyond the usual.
+struct Backend {
+    let folder: String
+    let dependencies: [Target.Dependency]
+    let cLibrary: (pkgConfig: String, apt: String)?
+    let tests: [Target.Dependency]
+
+    init(_ folder: String, _ dependencies: [Target.Dependency], cLibrary: (pkgConfig: String, apt: String)? = nil,
+         tests: [Target.Dependency] = []) {
+        (self.folder, self.dependencies, self.cLibrary, self.tests) = (folder, dependencies, cLibrary, tests)
+    }
+
+    var module: String { "\(folder)Store" }
+
+    var targets: [Target] {
+        let c = "C\(folder)", base: [Target.Dependency] = ["ObjectModel", "ObjectStore"]
+        var targets: [Target] = [
+            .target(name: module, dependencies: base + dependencies + (cLibrary == nil ? [] : [.target(name: c)]),
+                    path: "Backends/\(folder)", exclude: cLibrary == nil ? [] : [c]),
+            .testTarget(name: "\(module)Tests", dependencies: base + [.target(name: module), "ObjectStoreTesting"]
+                        + (cLibrary == nil ? [] : [.target(name: c)]) + tests),
+        ]
+        if let cLibrary {
+            targets.append(.systemLibrary(name: c, path: "Backends/\(folder)/\(c)", pkgConfig: cLibrary.pkgConfig, providers: [.apt([cLibrary.apt])]))
+        }
+        return targets
+    }
+}
 
 let package = Package(
     name: "ObjectStore",
@@ -15,15 +62,10 @@ let package = Package(
         .library(name: "ObjectStoreTesting", targets: ["ObjectStoreTesting"]),
         .library(name: "StoreToolkit", targets: ["StoreToolkit"]),
         .library(name: "Relational", targets: ["Relational"]),
-        .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
-        .library(name: "AtomicStore", targets: ["AtomicStore"]),
-        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
-        .library(name: "LMDBStore", targets: ["LMDBStore"]),
-        .library(name: "PostgreSQLStore", targets: ["PostgreSQLStore"]),
         .library(name: "BuiltInBackends", targets: ["BuiltInBackends"]),
         .library(name: "ObjectStoreData", targets: ["ObjectStoreData"]),
         .executable(name: "objectstore", targets: ["objectstore"]),
-    ],
+    ] + backends.map { .library(name: $0.module, targets: [$0.module]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -49,33 +91,14 @@ let package = Package(
         .target(name: "Relational", dependencies: ["ObjectModel", "ObjectStore"]),
         .target(name: "ObjectMigration", dependencies: ["ObjectModel", "ObjectStore", log]),
         .target(name: "ObjectStoreTesting", dependencies: ["ObjectModel", "ObjectStore"]),
-        .target(name: "InMemoryStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit"], path: "Backends/InMemory"),
-        .systemLibrary(
-            name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]
-        ),
+        // The one list of the backends that come with ObjectStore (`backends` above), made into
+        // code by the BackendList plugin: the tool, the typed layer and the tests take it.
         .target(
-            name: "SQLiteStore", dependencies: ["ObjectModel", "ObjectStore", "Relational", "CSQLite", .product(name: "Crypto", package: "swift-crypto"), log],
-            path: "Backends/SQLite"
+            name: "BuiltInBackends", dependencies: ["ObjectStore"] + backends.map { .target(name: $0.module) }, path: "Backends/BuiltIn",
+            plugins: ["BackendList"]
         ),
-        .systemLibrary(name: "CLMDB", path: "Backends/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "LMDBStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "CLMDB", "CZlib", log], path: "Backends/LMDB"),
-        // Through libpq, the PostgreSQL client library (its blocking API fits the synchronous store
-        // contract), loaded when the first connection is made (LibPQ.swift): not linked.
-        .target(
-            name: "PostgreSQLStore", dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", "Relational", log], path: "Backends/PostgreSQL"
-        ),
-        .target(
-            name: "AtomicStore",
-            dependencies: ["ObjectModel", "ObjectStore", "StoreToolkit", .product(name: "Crypto", package: "swift-crypto"), log],
-            path: "Backends/Atomic"
-        ),
-        // The one list of the backends that come with ObjectStore: the tool, the typed layer and the
-        // tests take it. A new backend is its folder under Backends/ and one line of this list.
-        .target(
-            name: "BuiltInBackends",
-            dependencies: ["ObjectStore", "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore"],
-            path: "Backends/BuiltIn"
-        ),
+        .plugin(name: "BackendList", capability: .buildTool(), dependencies: ["BackendListGenerator"]),
+        .executableTarget(name: "BackendListGenerator", path: "Plugins/BackendListGenerator"),
         // The typed layer, shaped like SwiftData: @Model classes, #Predicate fetches, containers and
         // contexts over any backend (docs/typed-models.md). Nothing below it knows it.
         .macro(
@@ -104,40 +127,15 @@ let package = Package(
             dependencies: ["ObjectModel", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ObjectStoreTests", dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore"]),
-        .testTarget(
-            name: "InMemoryStoreTests",
-            dependencies: ["ObjectModel", "ObjectStore", "InMemoryStore", "ObjectStoreTesting"]
-        ),
-        .testTarget(
-            name: "AtomicStoreTests",
-            dependencies: [
-                "ObjectModel", "ObjectStore", "AtomicStore", "ObjectStoreTesting", "StoreToolkit",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
         // What several test targets share: SQLite's own view of a file, stores written the way
         // Core Data writes them, JSON documents compared value by value, the model caches of
         // real Core Data stores (Fixtures/ModelCache).
         .target(name: "TestSupport", dependencies: ["CSQLite", "ObjectModel", "BuiltInBackends"], path: "Tests/Support", resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "SQLiteStoreTests",
-            dependencies: ["ObjectModel", "ObjectStore", "SQLiteStore", "CSQLite", "ObjectStoreTesting", "TestSupport"]
-        ),
-        .testTarget(
-            name: "LMDBStoreTests",
-            dependencies: ["ObjectModel", "ObjectStore", "LMDBStore", "CLMDB", "ObjectStoreTesting"]
-        ),
-        // Against a private server each test process starts (TestSupport's PostgreSQLTestServer).
-        .testTarget(
-            name: "PostgreSQLStoreTests",
-            dependencies: ["ObjectModel", "ObjectStore", "PostgreSQLStore", "ObjectStoreTesting", "TestSupport"]
-        ),
-        .testTarget(
             name: "MigrationTests",
             dependencies: [
-                "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting", "BuiltInBackends",
-                "InMemoryStore", "SQLiteStore", "AtomicStore", "LMDBStore", "PostgreSQLStore", "TestSupport", "CSQLite",
-            ]
+                "ObjectModel", "ObjectStore", "ObjectMigration", "ObjectStoreTesting", "BuiltInBackends", "TestSupport", "CSQLite",
+            ] + backends.map { .target(name: $0.module) }
         ),
         .testTarget(name: "ObjectStoreDataTests", dependencies: ["objectstore", "ObjectStoreData", "ObjectModel", "ObjectStore", "PostgreSQLStore", "BuiltInBackends", "TestSupport"]),
         .testTarget(
@@ -150,6 +148,6 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["objectstore", "ObjectModel", "ObjectStore", "SQLiteStore", "LMDBStore", "TestSupport"]),
         // The real binary killed with SIGKILL in the middle of its work, and two processes on one store.
         .testTarget(name: "CrashTests", dependencies: ["objectstore", "TestSupport"]),
-    ],
+    ] + backends.flatMap(\.targets),
     swiftLanguageModes: [.v6]
 )

@@ -1,13 +1,9 @@
-import AtomicStore
-import InMemoryStore
-import LMDBStore
 import ObjectStore
-import PostgreSQLStore
-import SQLiteStore
 
 /// The backends that come with ObjectStore: the one list the `objectstore` tool, the typed layer's
 /// containers, their help text and the tests take. A backend is its own folder under `Backends/`
-/// and one line here; nothing else names it (docs/writing-a-backend.md).
+/// and one line of `Package.swift`'s `backends`, from which the BackendList plugin writes this
+/// list; nothing else names it (docs/writing-a-backend.md).
 ///
 /// ```swift
 /// BuiltInBackends.register()          // into StoreTypeRegistry.shared
@@ -15,13 +11,7 @@ import SQLiteStore
 /// ```
 public enum BuiltInBackends {
     /// Every built-in store type, in the order the tool lists them.
-    public static let types: [any StoreType] = [
-        SQLiteStoreType(),
-        AtomicStoreType(),
-        LMDBStoreType(),
-        PostgreSQLStoreType(),
-        InMemoryStoreType(),
-    ]
+    public static let types: [any StoreType] = listedStoreTypes
 
     /// The type a store of no other type's extension or URL scheme is made with: the first.
     public static var defaultType: any StoreType { types[0] }

@@ -86,6 +86,9 @@ public struct SQLiteStoreType: StoreType {
         try external.removeOrphans(connection, columns: columns)
     }
 
+    /// A store in WAL mode keeps its last commits in `-wal` until they are folded in.
+    public var keepsWriteAheadLog: Bool { true }
+
     /// Folds the WAL into the main file (`PRAGMA wal_checkpoint(TRUNCATE)`); closing removes the empty WAL.
     public func checkpoint(at given: URL) throws {
         let url = FileOperations.resolved(given)

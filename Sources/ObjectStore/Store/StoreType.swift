@@ -46,6 +46,9 @@ public protocol StoreType: Sendable {
     func replace(at destination: URL, with source: URL) throws
     /// Folds any write-ahead log into the main file (no-op where there is none).
     func checkpoint(at url: URL) throws
+    /// Whether the type's stores may keep a write-ahead log beside the main file, which
+    /// ``checkpoint(at:)`` folds in (false by default).
+    var keepsWriteAheadLog: Bool { get }
     /// Runs `body` while holding the write lock of the closed store at `url`, the lock every
     /// writer of the store takes: no writer, in this process or another, commits while `body`
     /// runs (a writer that holds the lock is waited for, like writers wait for each other, or
@@ -188,6 +191,8 @@ extension StoreType {
     }
 
     public func checkpoint(at url: URL) throws {}
+
+    public var keepsWriteAheadLog: Bool { false }
 
     public func withWriteLock<T>(at url: URL, _ body: () throws -> T) throws -> T {
         throw StoreError(.unsupported, "a \(name) store cannot be locked against its writers, so its files are not moved", url: url)

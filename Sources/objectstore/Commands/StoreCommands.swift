@@ -256,7 +256,7 @@ struct DestroyCommand: ParsableCommand {
 
 /// `objectstore checkpoint <store> [--type T]`.
 struct CheckpointCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "checkpoint", abstract: "Fold a SQLite store's WAL into its main file.")
+    static let configuration = CommandConfiguration(commandName: "checkpoint", abstract: "Fold a store's write-ahead log (SQLite's WAL) into its main file.")
 
     @Argument(help: "The store.") var store: String
     @OptionGroup var typeOption: StoreTypeOption
@@ -267,7 +267,7 @@ struct CheckpointCommand: ParsableCommand {
         type.sweepAndSay(beside: try StoreLocator.resolvedURL(store))
         try StoreLocator.requireExisting(store, type)
         let url = try StoreLocator.url(store)
-        guard type.fileURLs(for: url).contains(where: { $0.lastPathComponent.hasSuffix("-wal") }) else {
+        guard type.keepsWriteAheadLog else {
             output("\(shown(store)): nothing to checkpoint (a \(type.name) store keeps no write-ahead log)")
             return
         }

@@ -145,7 +145,7 @@ enum StoreLocator {
         guard let type = registry.type(forExtension: url.pathExtension) else {
             // Not there, and no extension to tell a new store's type by: both said.
             if !FileManager.default.fileExists(atPath: path) {
-                throw CLIError.missing(path, "store", url.pathExtension.isEmpty ? " (to make one, give it an extension such as .sqlite, or --type)"
+                throw CLIError.missing(path, "store", url.pathExtension.isEmpty ? BuiltInBackends.defaultType.fileExtensions.first.map { " (to make one, give it an extension such as .\($0), or --type)" } ?? " (to make one, give --type)"
                                                                                : " (to make one, .\(url.pathExtension) names no store type: give --type)")
             }
             throw CLIError("\(path): cannot tell the store type from the extension .\(url.pathExtension) (give --type)")
