@@ -145,7 +145,7 @@ public final class AtomicStore: RecordTablesStore {
     }
 
     /// Applies `body` to a copy, writes the copy to disk, and only then keeps it.
-    public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+    public func writeRows<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         try state.withLockForWriting { tables in
             if deferredDurability {
                 // Nothing to write yet: change the tables in place (the body is all or nothing).

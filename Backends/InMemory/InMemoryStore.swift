@@ -64,7 +64,7 @@ public final class InMemoryStore: RecordTablesStore {
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
-        try writeTables { tables in
+        try writeRows { tables in
             tables.metadata = metadata
             database.dropPendingMetadata()
         }
@@ -84,7 +84,7 @@ public final class InMemoryStore: RecordTablesStore {
         try state.open().tables.withLock { try body($0) }
     }
 
-    public func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+    public func writeRows<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         let result = try state.openForWriting().tables.withLock { try body(&$0) }
         // No files to watch: observers of this store hear of the save from this process.
         HistoryNotifier.post()

@@ -16,7 +16,7 @@ import Synchronization
 /// (`docs/lmdb-format.md`). Every save is one write transaction; the map grows
 /// on demand when it is full (`StoreOptions.settings["map_size"]` sets the
 /// first size of a new store, in bytes; 64 MiB by default).
-public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowInserting {
+public final class LMDBStore: RowWritingStore, IntegrityChecking, WholeRowInserting {
     /// The registered type name, `lmdb`.
     public static let typeName = "lmdb"
 
@@ -33,7 +33,7 @@ public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowIns
 
     let fileURL: URL
     /// Whether writes record history, and their default author.
-    let historyPolicy: HistoryPolicy
+    public let historyPolicy: HistoryPolicy
     /// Entity numbers and value order, as the store records them.
     let format: LMDBRowFormat
     /// The environment while the store is open. Calls take it out and run their transactions in
@@ -105,12 +105,11 @@ public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowIns
         try read { try LMDBLayout.counter($0, root) }
     }
 
-    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
+    /// One write transaction of the environment, its rows seen and written through an ``LMDBView``.
+    public func writeRows<T>(_ body: (inout LMDBView) throws -> T) throws -> T {
         try write { txn in
-            var last = try LMDBLayout.counter(txn, root)
-            let result = try body(&last)
-            try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
-            return result
+            var view = self.view(txn)
+            return try body(&view)
         }
     }
 
@@ -119,26 +118,6 @@ public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowIns
     }
 
     func view(_ txn: LMDBTransaction) -> LMDBView { LMDBView(txn: txn, file: fileURL.path, format: format) }
-
-    public func save(_ changes: ChangeSet) throws {
-        try save(changes, checkingReferences: true)
-    }
-
-    private func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
-        try write { txn in
-            let view = self.view(txn)
-            try view.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            let writes = try view.writes(for: changes, model: model, completing: checkingReferences)
-            for key in writes.deleted { try txn.delete(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) }
-            for (key, row) in writes.put {
-                try txn.put(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), try format.encode(row, of: format.format(of: key.entity, url: fileURL)))
-            }
-            for (root, last) in writes.lastKeys where last > (try LMDBLayout.counter(txn, root)) {
-                try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
-            }
-            try LMDBLayout.appendHistory(historyPolicy.record(for: changes), txn)
-        }
-    }
 
     public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
         try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
@@ -166,20 +145,6 @@ public final class LMDBStore: TransactionalStore, IntegrityChecking, WholeRowIns
     public func lastHistoryToken() throws -> Int64 {
         try openHistory()
         return try read { try LMDBLayout.counter($0, LMDBLayout.historyCounter) }
-    }
-
-    @discardableResult
-    public func deleteHistory(through token: Int64) throws -> Int {
-        try write { try LMDBLayout.deleteHistory(through: token, $0) }
-    }
-
-    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
-        try write { txn in
-            if token > (try LMDBLayout.counter(txn, LMDBLayout.historyCounter)) {
-                try txn.put(LMDBLayout.counters, Data(LMDBLayout.historyCounter.utf8), LMDBLayout.counterValue(token))
-            }
-            try LMDBLayout.appendHistory(record, txn)
-        }
     }
 
     /// A read-only store opened before any writer made the history database opens it once one did.
@@ -309,26 +274,56 @@ enum LMDBLayout {
 }
 
 /// The rows of one transaction, for the shared row-store semantics.
-struct LMDBView: RowSource {
+/// The rows of one transaction of an LMDB store: read, and in a write transaction written.
+public struct LMDBView: RowWriter {
     let txn: LMDBTransaction
     let file: String
     let format: LMDBRowFormat
 
-    func row(_ key: ObjectKey) throws -> StoredRow? {
+    public func putRow(_ row: StoredRow, for key: ObjectKey) throws {
+        let entity = try format.format(of: key.entity, url: URL(filePath: file))
+        try txn.put(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey), try format.encode(row, of: entity))
+    }
+
+    public func removeRow(_ key: ObjectKey) throws {
+        _ = try txn.delete(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey))
+    }
+
+    public func lastKey(of root: String) throws -> Int64 {
+        try LMDBLayout.counter(txn, root)
+    }
+
+    public func setLastKey(_ last: Int64, of root: String) throws {
+        try txn.put(LMDBLayout.counters, Data(root.utf8), LMDBLayout.counterValue(last))
+    }
+
+    public func appendHistory(_ record: HistoryRecord?) throws {
+        try LMDBLayout.appendHistory(record, txn)
+    }
+
+    public func raiseHistoryToken(to token: Int64) throws {
+        if token > (try lastKey(of: LMDBLayout.historyCounter)) { try setLastKey(token, of: LMDBLayout.historyCounter) }
+    }
+
+    public func deleteHistory(through token: Int64) throws -> Int {
+        try LMDBLayout.deleteHistory(through: token, txn)
+    }
+
+    public func row(_ key: ObjectKey) throws -> StoredRow? {
         let entity = try format.format(of: key.entity, url: URL(filePath: file))
         return try txn.withValue(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey)) { bytes in
             try bytes.map { try format.decode($0, of: entity, file: file) }
         }
     }
 
-    func exists(_ key: ObjectKey) throws -> Bool {
+    public func exists(_ key: ObjectKey) throws -> Bool {
         try txn.contains(LMDBLayout.rows(key.entity), LMDBLayout.key(key.primaryKey))
     }
 
     /// `orderedMembers(of:relationship:)` of many objects: of each row only the list is read (the
     /// other values stepped over, none built), its members kept when they exist, as the record
     /// forms keep them.
-    func orderedMembers(of keys: [ObjectKey], relationship name: String, model: ManagedObjectModel) throws -> [OrderedMembers] {
+    public func orderedMembers(of keys: [ObjectKey], relationship name: String, model: ManagedObjectModel) throws -> [OrderedMembers] {
         try keys.map { key in
             guard let relationship = model.entity(named: key.entity)?.relationshipsByName[name], relationship.isToMany,
                   let entityFormat = format.entities[key.entity], let index = entityFormat.toMany.firstIndex(of: name) else {
@@ -346,11 +341,11 @@ struct LMDBView: RowSource {
     }
 
     /// LMDB counts a database's entries itself: a count reads no key (memory stays flat).
-    func rowCount(of entity: String) throws -> Int {
+    public func rowCount(of entity: String) throws -> Int {
         try txn.entryCount(LMDBLayout.rows(entity))
     }
 
-    func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {
+    public func primaryKeys(of entity: String, after primaryKey: Int64?, limit: Int?) throws -> [Int64] {
         var keys: [Int64] = []
         try walk(entity, after: primaryKey, limit: limit ?? Int.max) { pk, _ in keys.append(pk) }
         return keys
@@ -372,7 +367,7 @@ struct LMDBView: RowSource {
     }
 
     /// A batch of a streaming scan, its rows decoded from the cursor (no second lookup).
-    func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord] {
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int, model: ManagedObjectModel) throws -> [ObjectRecord] {
         let entityFormat = try format.format(of: entity, url: URL(filePath: file))
         var records: [ObjectRecord] = []
         try walk(entity, after: primaryKey, limit: limit) { pk, bytes in
@@ -383,7 +378,7 @@ struct LMDBView: RowSource {
     }
 
     /// A batch of a streaming scan, read from one cursor, each row's values decoded straight into their slots.
-    func scanBatch(_ description: EntityDescription, after primaryKey: Int64?, limit: Int, model _: ManagedObjectModel) throws -> RecordBatch {
+    public func scanBatch(_ description: EntityDescription, after primaryKey: Int64?, limit: Int, model _: ManagedObjectModel) throws -> RecordBatch {
         let entityFormat = try format.format(of: description.name, url: URL(filePath: file))
         var batch = RecordBatch(entity: description, capacity: limit)
         try walk(description.name, after: primaryKey, limit: limit) { pk, bytes in

@@ -188,7 +188,7 @@ public struct RecordTable: Sendable {
 ///
 /// The in-memory and atomic-file backends keep their data in one; a backend
 /// that reads a whole store into memory can too.
-public struct RecordTables: Sendable, RowSource {
+public struct RecordTables: Sendable, RowWriter {
     /// The store's metadata.
     public var metadata: StoreMetadata
     /// The tables, by concrete entity.
@@ -224,12 +224,18 @@ public struct RecordTables: Sendable, RowSource {
         tables[entity] = table
     }
 
-    /// Applies a validated change set, its inverse sides completed.
-    public mutating func apply(_ changes: ChangeSet, model: ManagedObjectModel, completing: Bool = true) throws {
-        let writes = try writes(for: changes, model: model, completing: completing)
-        for key in writes.deleted { tables[key.entity]?.remove(key.primaryKey) }
-        for (key, row) in writes.put { tables[key.entity, default: RecordTable()].insert(key.primaryKey, row) }
-        for (root, last) in writes.lastKeys { lastKey[root] = max(lastKey[root, default: 0], last) }
+    public mutating func putRow(_ row: StoredRow, for key: ObjectKey) {
+        tables[key.entity, default: RecordTable()].insert(key.primaryKey, row)
+    }
+
+    public mutating func removeRow(_ key: ObjectKey) {
+        tables[key.entity]?.remove(key.primaryKey)
+    }
+
+    public func lastKey(of root: String) -> Int64 { lastKey[root] ?? 0 }
+
+    public mutating func setLastKey(_ last: Int64, of root: String) {
+        lastKey[root] = last
     }
 }
 
@@ -266,6 +272,10 @@ extension RecordTables {
 
     /// Whether a file of these tables needs a history section (the atomic store's): once history was recorded.
     public var hasHistorySection: Bool { lastHistoryToken > 0 }
+
+    public mutating func raiseHistoryToken(to token: Int64) {
+        lastHistoryToken = Swift.max(lastHistoryToken, token)
+    }
 
     /// Deletes the history through `token`; returns how many transactions went.
     public mutating func deleteHistory(through token: Int64) -> Int {

@@ -2,20 +2,16 @@ import Foundation
 import ObjectModel
 import ObjectStore
 
-/// A store that keeps its objects in ``RecordTables``: it supplies locked read
-/// and write access to them, and gets the whole contract's reads and writes.
+/// A store that keeps its objects in ``RecordTables``: it supplies locked read access to them
+/// (``readTables(_:)``) and write transactions over them (``RowWritingStore/writeRows(_:)``, all or
+/// nothing, durable as the store's options say), and gets the whole contract's reads and writes.
 ///
 /// The in-memory and atomic-file stores are such stores; they differ only in
 /// what a write does besides changing the tables (the atomic store rewrites its file).
-public protocol RecordTablesStore: TransactionalStore {
+public protocol RecordTablesStore: RowWritingStore where Writer == RecordTables {
     /// Runs `body` on the tables, under the store's lock.
     /// - Throws: `StoreError` with code `closed` once the store is closed.
     func readTables<T>(_ body: (RecordTables) throws -> T) throws -> T
-    /// Runs `body` on the tables and makes its changes durable, all or nothing.
-    /// - Throws: `StoreError` with code `readOnly` or `closed`.
-    func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T
-    /// Whether writes record history, and their default author.
-    var historyPolicy: HistoryPolicy { get }
 }
 
 extension RecordTablesStore {
@@ -24,7 +20,7 @@ extension RecordTablesStore {
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
-        try writeTables { $0.metadata = metadata }
+        try writeRows { $0.metadata = metadata }
     }
 
     /// The tables, under the lock: a short read (a record, a relationship, a batch) holds it
@@ -45,23 +41,7 @@ extension RecordTablesStore {
     }
 
     public func lastKey(of root: String) throws -> Int64 {
-        try readTables { $0.lastKey[root] ?? 0 }
-    }
-
-    public func withLastKey<T>(of root: String, _ body: (inout Int64) throws -> T) throws -> T {
-        try writeTables { try body(&$0.lastKey[root, default: 0]) }
-    }
-
-    public func save(_ changes: ChangeSet) throws {
-        try save(changes, checkingReferences: true)
-    }
-
-    func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
-        try writeTables { tables in
-            try tables.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
-            try tables.apply(changes, model: model, completing: checkingReferences)
-            tables.appendHistory(historyPolicy.record(for: changes))
-        }
+        try readTables { $0.lastKey(of: root) }
     }
 
     public func history(after token: Int64?, limit: Int) throws -> [StoreTransaction] {
@@ -72,17 +52,6 @@ extension RecordTablesStore {
         try readTables { $0.lastHistoryToken }
     }
 
-    @discardableResult
-    public func deleteHistory(through token: Int64) throws -> Int {
-        try writeTables { $0.deleteHistory(through: token) }
-    }
-
-    public func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
-        try writeTables { tables in
-            tables.lastHistoryToken = Swift.max(tables.lastHistoryToken, token)
-            tables.appendHistory(record)
-        }
-    }
 
     /// Records that fit their entities' layouts (no to-many relationships) are laid out as one
     /// batch per entity and inserted as the batch form inserts them; others are saved as a
@@ -91,7 +60,7 @@ extension RecordTablesStore {
         guard let batches = RecordBatch.grouping(records, model: model) else {
             return try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
         }
-        try writeTables { tables in
+        try writeRows { tables in
             try tables.insert(batches, model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType)
             tables.appendHistory(historyPolicy.record(inserting: records.map(\.key)))
         }
@@ -104,7 +73,7 @@ extension RecordTablesStore {
         guard model.entity(named: batch.entity.name) === batch.entity, batch.toMany.isEmpty else {
             return try bulkInsert(batch.records, checkingReferences: checkingReferences)
         }
-        try writeTables { tables in
+        try writeRows { tables in
             try tables.insert([batch], model: model, checkingReferences: checkingReferences, file: url?.path ?? storeType)
             tables.appendHistory(historyPolicy.record(inserting: (0..<batch.count).map(batch.key(at:))))
         }
@@ -146,7 +115,7 @@ final class RecordTablesSnapshot: RecordTablesStore {
         try state.withLock { try body($0) }
     }
 
-    func writeTables<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
+    func writeRows<T>(_ body: (inout RecordTables) throws -> T) throws -> T {
         try state.withLockForWriting(body)
     }
 
