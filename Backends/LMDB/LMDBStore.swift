@@ -119,10 +119,6 @@ public final class LMDBStore: RowWritingStore, IntegrityChecking, WholeRowInsert
 
     func view(_ txn: LMDBTransaction) -> LMDBView { LMDBView(txn: txn, file: fileURL.path, format: format) }
 
-    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
-        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
-    }
-
     /// An unchecked batch laid out by the store's own model is encoded slot by slot, with the
     /// to-many lists it carries (``WholeRowInserting``), in one write transaction, appended where
     /// its keys follow the entity's last one; others take the record path.
@@ -274,7 +270,8 @@ enum LMDBLayout {
 }
 
 /// The rows of one transaction, for the shared row-store semantics.
-/// The rows of one transaction of an LMDB store: read, and in a write transaction written.
+/// The rows of one transaction of an LMDB store: read, and in a write transaction written
+/// (``LMDBStore/writeRows(_:)``, unchecked: for the store's own saves).
 public struct LMDBView: RowWriter {
     let txn: LMDBTransaction
     let file: String

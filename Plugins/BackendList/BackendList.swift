@@ -6,10 +6,11 @@ import PackagePlugin
 @main
 struct BackendList: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
-        let backends = context.package.directoryURL.appending(path: "Backends").standardizedFileURL.path()
+        // Paths as the file system spells them (not percent-encoded: a checkout may be under "My Projects").
+        let backends = context.package.directoryURL.appending(path: "Backends").standardizedFileURL.path(percentEncoded: false) + "/"
         let modules = target.dependencies.compactMap { dependency -> String? in
             guard case .target(let module) = dependency, module is SwiftSourceModuleTarget,
-                  module.directoryURL.standardizedFileURL.path().hasPrefix(backends) else { return nil }
+                  module.directoryURL.standardizedFileURL.path(percentEncoded: false).hasPrefix(backends) else { return nil }
             return module.name
         }
         let output = context.pluginWorkDirectoryURL.appending(path: "BuiltInBackendList.swift")
@@ -17,7 +18,7 @@ struct BackendList: BuildToolPlugin {
             .buildCommand(
                 displayName: "Listing the built-in backends: \(modules.joined(separator: ", "))",
                 executable: try context.tool(named: "BackendListGenerator").url,
-                arguments: [output.path()] + modules, inputFiles: [], outputFiles: [output]
+                arguments: [output.path(percentEncoded: false)] + modules, inputFiles: [], outputFiles: [output]
             ),
         ]
     }

@@ -52,7 +52,6 @@ extension RecordTablesStore {
         try readTables { $0.lastHistoryToken }
     }
 
-
     /// Records that fit their entities' layouts (no to-many relationships) are laid out as one
     /// batch per entity and inserted as the batch form inserts them; others are saved as a
     /// change set of inserts.

@@ -42,7 +42,9 @@ public protocol RowWritingStore: TransactionalStore {
     /// The write transaction a backend gives.
     associatedtype Writer: RowWriter
     /// Runs `body` in one write transaction of the store's rows, all or nothing, and makes
-    /// what it wrote durable as the store's options say.
+    /// what it wrote durable as the store's options say. The backend's part of the skeleton: what
+    /// `body` writes is not checked (a lowered key counter hands out keys in use), so an
+    /// application saves through `PersistentStore.save(_:)` instead.
     /// - Throws: `StoreError` with code `readOnly` or `closed`, or what `body` throws.
     func writeRows<T>(_ body: (inout Writer) throws -> T) throws -> T
     /// Whether writes record history, and their default author.
@@ -54,11 +56,17 @@ extension RowWritingStore {
         try save(changes, checkingReferences: true)
     }
 
+    /// Inserted as a change set of inserts, checked against other objects with `checkingReferences`.
+    public func bulkInsert(_ records: [ObjectRecord], checkingReferences: Bool) throws {
+        try save(ChangeSet(inserted: records), checkingReferences: checkingReferences)
+    }
+
     /// Saves `changes` in one write transaction: checked against the rows
     /// (``RowSource/validate(_:model:storeID:checkingReferences:)``), written, and recorded in the
-    /// history. Without `checkingReferences` (a migration's own batches) nothing is checked
-    /// against other objects and no inverse side is completed.
-    public func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
+    /// history. Without `checkingReferences` (a migration's inserts, `bulkInsert`) nothing is
+    /// checked against other objects and no inverse side is completed: not for applications'
+    /// updates and deletes, so not public.
+    func save(_ changes: ChangeSet, checkingReferences: Bool) throws {
         try writeRows { rows in
             try rows.validate(changes, model: model, storeID: identifier, checkingReferences: checkingReferences)
             try rows.apply(changes, model: model, completing: checkingReferences)

@@ -53,7 +53,10 @@ final class Workspace {
             return url
         }
         if backend == PostgreSQLStore.typeName { return postgreSQLLocation() }
-        return folder.appending(path: "\(name).\(Backends.type(backend).fileExtensions[0])")
+        guard let fileExtension = Backends.type(backend).fileExtensions.first else {
+            preconditionFailure("the \(backend) backend names its stores by URL: say here where the migration tests make one, as for PostgreSQL")
+        }
+        return folder.appending(path: "\(name).\(fileExtension)")
     }
 
     /// A PostgreSQL store in a schema of its own on the test process's private server (the
