@@ -118,10 +118,6 @@ final class RecordTablesSnapshot: RecordTablesStore {
         try state.withLockForWriting(body)
     }
 
-    func continueHistory(after token: Int64, recording record: HistoryRecord?) throws {
-        try state.checkWritable()
-    }
-
     func close() throws {
         try state.close()
     }
